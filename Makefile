@@ -1,0 +1,98 @@
+# mpm-ng top-level build (Linux).  `make` builds the modules with the flags
+# of the installed httpd (apxs); `make check` installs what it needs, builds
+# and runs every test; `make demo` starts a private server.
+# Windows: see Makefile.win (MSVC) and build/ (mingw-w64 cross-build).
+
+APXS      ?= apxs
+APR_CONFIG = $(shell $(APXS) -q APR_CONFIG 2>/dev/null || echo apr-1-config)
+CC        := $(shell $(APXS) -q CC 2>/dev/null || echo cc)
+HTTPD_INC := $(shell $(APXS) -q INCLUDEDIR 2>/dev/null)
+MODDIR    := $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
+APR_CPPFLAGS := $(shell $(APR_CONFIG) --cppflags --includes 2>/dev/null)
+
+OUT      := out
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+  VARIANT  := plain
+  SANFLAGS :=
+else
+  VARIANT  := san
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+endif
+OBJ := $(OUT)/obj-$(VARIANT)
+
+WARN   := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wpointer-arith \
+          -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+          -Wno-format-nonliteral
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = $(CFLAGS) $(WARN) -fPIC -pthread $(SANFLAGS) \
+             -I$(HTTPD_INC) $(APR_CPPFLAGS) -Iinclude -MMD -MP
+
+RP_SRCS := $(wildcard mpm_reuseport/*.c)
+RP_OBJS := $(RP_SRCS:%.c=$(OBJ)/%.o)
+RP_SO   := $(OUT)/mod_mpm_reuseport.so
+
+UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
+
+.PHONY: all check unit integration regress deps demo demo-stop install \
+        uninstall bench clean FORCE
+
+all: $(RP_SO)
+
+# The .so is rebuilt when the variant (plain/sanitized) changes.
+$(OUT)/.variant: FORCE
+	@mkdir -p $(OUT)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(VARIANT)" ] || echo $(VARIANT) > $@
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(RP_SO): $(RP_OBJS) $(OUT)/.variant
+	$(CC) -shared -pthread $(SANFLAGS) -o $@ $(RP_OBJS)
+
+# Unit tests (Check) for the platform-neutral pieces.
+$(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
+$(OBJ)/test/check_queue: test/unit/check_queue.c $(OBJ)/mpm_reuseport/rp_queue.o
+$(OBJ)/test/%:
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -o $@ $^ \
+	    $$(pkg-config --cflags --libs check)
+
+unit: $(UNIT_TESTS)
+	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
+
+deps:
+	@build/deps.sh
+
+integration: all
+	python3 test/run_integration.py
+
+regress: all
+	test/regress/run.sh event reuseport
+
+# Everything, in order; prints one summary and fails if anything failed.
+check: deps
+	@SANITIZE="$(SANITIZE)" test/check.sh
+
+demo: all
+	@python3 build/demo.py start --port "$(or $(PORT),8080)" \
+	    $(if $(DOCROOT),--docroot "$(DOCROOT)")
+
+demo-stop:
+	@python3 build/demo.py stop
+
+install: all
+	build/install.sh "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
+
+uninstall:
+	build/install.sh --uninstall "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
+
+bench: all
+	python3 bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(OUT)
+
+-include $(RP_OBJS:.o=.d)

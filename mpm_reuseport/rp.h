@@ -1,0 +1,82 @@
+/* mpm_reuseport internals shared by its parts:
+ *   mod_mpm_reuseport.c  module record, hooks, ap_mpm_query
+ *   rp_config.c          directives, pre_config/check_config
+ *   rp_settings.c        pure resolution of directive values into limits
+ *   rp_listen.c          per-bucket SO_REUSEPORT listeners kept across restarts
+ *   rp_parent.c          the parent: children per bucket, maintenance, restarts
+ *   rp_child.c           a child: listener thread, workers, draining
+ *   rp_queue.c           listener -> worker hand-off with admission control */
+#ifndef RP_H
+#define RP_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "http_main.h"
+#include "http_core.h"
+#include "ap_listen.h"
+#include "ap_mpm.h"
+#include "mpm_common.h"
+#include "scoreboard.h"
+#include "unixd.h"
+
+#include "rp_settings.h"
+
+#define RP_LOG_TAG "mpm_reuseport: "
+
+#ifndef RP_MODULE_FILE /* AP_DECLARE_MODULE declares it there */
+APLOG_USE_MODULE(mpm_reuseport);
+#endif
+extern module AP_MODULE_DECLARE_DATA mpm_reuseport_module;
+
+/* One listener bucket of the current generation. */
+typedef struct rp_bucket {
+    ap_listen_rec *listeners;   /* one socket per Listen address */
+    ap_pod_t *pod;              /* parent -> this bucket's children */
+} rp_bucket;
+
+typedef struct rp_dup rp_dup;   /* rp_listen.c: retained bucket sockets */
+
+/* Kept across generations (restarts), in the process pool. */
+typedef struct rp_retained {
+    ap_unixd_mpm_retained_data *mpm;
+    int first_server_limit;
+    int first_thread_limit;
+    int max_daemons_limit;       /* highest slot in use + 1 */
+    int maxclients_reported;
+    int sick_child_detected;
+    int spawn_rate_size;
+    int *idle_spawn_rate;        /* per bucket */
+    int hold_off_on_exponential_spawning;
+    rp_dup *dups;                /* bucket sockets 1..n-1 per primary */
+    int fallback_logged;
+} rp_retained;
+
+/* Global state of the running generation. */
+extern rp_retained *rp_state;
+extern rp_settings rp_conf;     /* as read from the configuration */
+extern rp_limits rp_lim;        /* as resolved by check_config */
+extern rp_bucket *rp_buckets;   /* rp_lim.num_buckets entries, in pconf */
+extern apr_pool_t *rp_pconf;
+extern int rp_one_process;
+
+/* rp_config.c */
+extern const command_rec rp_directives[];
+int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp);
+int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                    server_rec *s);
+
+/* rp_listen.c */
+int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
+void rp_listen_close_other_buckets(int keep_bucket);
+void rp_listen_close_all(void);
+
+/* rp_parent.c */
+int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
+
+/* rp_child.c */
+void rp_child_main(int slot, int bucket) __attribute__((noreturn));
+int rp_child_post_read_request(request_rec *r);
+void rp_child_install_early_signals(void); /* right after fork */
+
+#endif

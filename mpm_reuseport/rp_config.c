@@ -1,0 +1,214 @@
+/* Directives and the configuration phases (pre_config, check_config). */
+#include "rp.h"
+
+#include "apr_strings.h"
+#include "http_main.h"
+
+#include <unistd.h>
+
+#define RP_RETAINED_KEY "mpm_reuseport_module"
+
+/* Directive handlers: parse strictly, store, and let check_config judge
+ * combinations.  Errors name the directive (httpd prefixes the line). */
+static const char *set_count(cmd_parms *cmd, int *slot, const char *arg,
+                             int min, int max)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    const char *why;
+
+    if (err) {
+        return err;
+    }
+    if ((why = rp_parse_count(arg, min, max, slot))) {
+        return apr_psprintf(cmd->pool, "%s '%s': %s", cmd->cmd->name, arg,
+                            why);
+    }
+    return NULL;
+}
+
+#define COUNT_SETTER(fn, field, min, max)                                    \
+    static const char *fn(cmd_parms *cmd, void *dummy, const char *arg)     \
+    {                                                                       \
+        (void)dummy;                                                        \
+        return set_count(cmd, &rp_conf.field, arg, min, max);               \
+    }
+
+COUNT_SETTER(set_start_servers, start_servers, 1, RP_MAX_SERVER_LIMIT)
+COUNT_SETTER(set_server_limit, server_limit, 1, RP_MAX_SERVER_LIMIT)
+COUNT_SETTER(set_thread_limit, thread_limit, 1, RP_MAX_THREAD_LIMIT)
+COUNT_SETTER(set_threads_per_child, threads_per_child, 1, RP_MAX_THREAD_LIMIT)
+COUNT_SETTER(set_max_workers, max_workers, 1, INT_MAX / 2)
+COUNT_SETTER(set_min_spare_threads, min_spare_threads, 0, INT_MAX / 2)
+COUNT_SETTER(set_max_spare_threads, max_spare_threads, 0, INT_MAX / 2)
+
+static const char *set_buckets(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    const char *why;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if ((why = rp_parse_buckets(arg, &rp_conf.buckets))) {
+        return apr_psprintf(cmd->pool, "ReusePortBuckets '%s': %s (use "
+                            "'auto' or a count from 1 to %d)", arg, why,
+                            RP_MAX_BUCKETS);
+    }
+    return NULL;
+}
+
+static const char *set_reuseport(cmd_parms *cmd, void *dummy, int on)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    rp_conf.reuseport = on;
+    return NULL;
+}
+
+const command_rec rp_directives[] = {
+    LISTEN_COMMANDS,
+    AP_INIT_TAKE1("StartServers", set_start_servers, NULL, RSRC_CONF,
+                  "Number of child processes created at startup "
+                  "(default: one per listener bucket)"),
+    AP_INIT_TAKE1("MinSpareThreads", set_min_spare_threads, NULL, RSRC_CONF,
+                  "Minimum number of idle threads, across all buckets"),
+    AP_INIT_TAKE1("MaxSpareThreads", set_max_spare_threads, NULL, RSRC_CONF,
+                  "Maximum number of idle threads, across all buckets"),
+    AP_INIT_TAKE1("MaxRequestWorkers", set_max_workers, NULL, RSRC_CONF,
+                  "Maximum number of threads serving connections at once"),
+    AP_INIT_TAKE1("MaxClients", set_max_workers, NULL, RSRC_CONF,
+                  "Deprecated name of MaxRequestWorkers"),
+    AP_INIT_TAKE1("ThreadsPerChild", set_threads_per_child, NULL, RSRC_CONF,
+                  "Number of worker threads in each child process"),
+    AP_INIT_TAKE1("ServerLimit", set_server_limit, NULL, RSRC_CONF,
+                  "Maximum value of MaxRequestWorkers / ThreadsPerChild for "
+                  "the lifetime of the server"),
+    AP_INIT_TAKE1("ThreadLimit", set_thread_limit, NULL, RSRC_CONF,
+                  "Maximum value of ThreadsPerChild for the lifetime of the "
+                  "server"),
+    AP_INIT_TAKE1("ReusePortBuckets", set_buckets, NULL, RSRC_CONF,
+                  "Listener buckets (SO_REUSEPORT sockets per Listen "
+                  "address): 'auto' (one per online CPU) or a count"),
+    AP_INIT_FLAG("ReusePort", set_reuseport, NULL, RSRC_CONF,
+                 "'off' uses one shared listener per address instead of "
+                 "per-bucket SO_REUSEPORT sockets"),
+    { NULL }
+};
+
+static void detach_once(apr_pool_t *pconf)
+{
+    int foreground = ap_exists_config_define("FOREGROUND");
+    int no_detach = ap_exists_config_define("NO_DETACH");
+    apr_status_t rv;
+
+    /* Only on the second load: the first is the config test pass. */
+    if (rp_state->mpm->module_loads != 2 || rp_one_process || foreground) {
+        return;
+    }
+    ap_fatal_signal_setup(ap_server_conf, pconf);
+    rv = apr_proc_detach(no_detach ? APR_PROC_DETACH_FOREGROUND
+                                   : APR_PROC_DETACH_DAEMONIZE);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, NULL,
+                     RP_LOG_TAG "apr_proc_detach failed");
+    }
+}
+
+int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    rp_one_process = ap_exists_config_define("ONE_PROCESS")
+                     || ap_exists_config_define("DEBUG");
+
+    rp_state = ap_retained_data_get(RP_RETAINED_KEY);
+    if (!rp_state) {
+        rp_state = ap_retained_data_create(RP_RETAINED_KEY, sizeof(*rp_state));
+        rp_state->mpm = ap_unixd_mpm_get_retained_data();
+    }
+    rp_state->mpm->mpm_state = AP_MPMQ_STARTING;
+    if (rp_state->mpm->baton != rp_state) {
+        /* Another MPM ran the previous generation. */
+        rp_state->mpm->was_graceful = 0;
+        rp_state->mpm->baton = rp_state;
+    }
+    ++rp_state->mpm->module_loads;
+    detach_once(pconf);
+
+    ap_listen_pre_config();
+    rp_settings_init(&rp_conf);
+    ap_extended_status = 0;
+    return OK;
+}
+
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ServerLimit and ThreadLimit size the scoreboard, which lives for the whole
+ * server; a graceful restart cannot change them. */
+static void keep_first_limits(server_rec *s)
+{
+    if (!rp_state->first_server_limit) {
+        rp_state->first_server_limit = rp_lim.server_limit;
+        rp_state->first_thread_limit = rp_lim.thread_limit;
+        return;
+    }
+    if (rp_lim.server_limit != rp_state->first_server_limit
+        || rp_lim.thread_limit != rp_state->first_thread_limit) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                     "ServerLimit/ThreadLimit changes need a full restart; "
+                     "keeping %d/%d", rp_state->first_server_limit,
+                     rp_state->first_thread_limit);
+        rp_lim.server_limit = rp_state->first_server_limit;
+        rp_lim.thread_limit = rp_state->first_thread_limit;
+    }
+}
+
+int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                    server_rec *s)
+{
+    int startup = rp_state->mpm->module_loads == 1;
+    int have = ap_have_so_reuseport > 0;
+    rp_settings conf = rp_conf;
+    rp_notes notes;
+    char err[512];
+    int i;
+
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    if (rp_state->first_server_limit) {
+        /* Resolve against the limits the scoreboard was made with. */
+        if (conf.server_limit == RP_UNSET
+            || conf.server_limit > rp_state->first_server_limit) {
+            conf.server_limit = rp_state->first_server_limit;
+        }
+        if (conf.thread_limit == RP_UNSET
+            || conf.thread_limit > rp_state->first_thread_limit) {
+            conf.thread_limit = rp_state->first_thread_limit;
+        }
+    }
+    if (rp_one_process) {
+        conf.buckets = 1;
+    }
+    if (rp_settings_resolve(&conf, online_cpus(), have, &rp_lim, &notes, err,
+                            sizeof(err))) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT | (startup ? APLOG_STARTUP : 0),
+                     0, startup ? NULL : s, RP_LOG_TAG "%s", err);
+        return !OK;
+    }
+    for (i = 0; i < notes.count; i++) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING | (startup ? APLOG_STARTUP : 0),
+                     0, startup ? NULL : s, RP_LOG_TAG "%s", notes.text[i]);
+    }
+    keep_first_limits(s);
+    return OK;
+}

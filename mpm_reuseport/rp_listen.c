@@ -1,0 +1,369 @@
+/* Listener buckets.  The parent owns every socket; for each Listen address it
+ * binds core's record (bucket 0) itself, with SO_REUSEPORT, before core's
+ * ap_setup_listeners() sees it (core skips records already active, and still
+ * closes listeners dropped from the configuration), then adds one more socket
+ * per extra bucket.  Extra sockets are retained across restarts so a graceful
+ * restart never closes a socket that has connections queued. */
+#include "rp.h"
+
+#include "apr_strings.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+struct rp_dup {
+    rp_dup *next;
+    ap_listen_rec *primary;     /* core's record; survives restarts */
+    apr_pool_t *pool;           /* owns the sockets below */
+    int count;                  /* sockets for buckets 1..count */
+    apr_socket_t **socks;
+};
+
+/* ListenBacklog, SendBufferSize, ReceiveBufferSize are core directives whose
+ * values core keeps private; read them from the parsed configuration. */
+static int conftree_int(const char *name, int dflt)
+{
+    ap_directive_t *d;
+
+    for (d = ap_conftree; d; d = d->next) {
+        if (!strcasecmp(d->directive, name) && d->args) {
+            int v = atoi(d->args);
+            return v > 0 ? v : dflt;
+        }
+    }
+    return dflt;
+}
+
+static apr_status_t set_int_opt(int fd, int level, int opt, int val)
+{
+    if (setsockopt(fd, level, opt, &val, sizeof(val)) < 0) {
+        return apr_get_netos_error();
+    }
+    return APR_SUCCESS;
+}
+
+/* Socket options, bind and listen for one listener socket. */
+static apr_status_t bind_listener(apr_socket_t *sd, apr_sockaddr_t *sa,
+                                  int reuseport)
+{
+    int fd, sndbuf, rcvbuf;
+    apr_status_t rv;
+
+    apr_os_sock_get(&fd, sd);
+    if ((rv = set_int_opt(fd, SOL_SOCKET, SO_REUSEADDR, 1))
+        || (rv = set_int_opt(fd, SOL_SOCKET, SO_KEEPALIVE, 1))) {
+        return rv;
+    }
+#ifdef SO_REUSEPORT
+    if (reuseport && (rv = set_int_opt(fd, SOL_SOCKET, SO_REUSEPORT, 1))) {
+        return rv;
+    }
+#endif
+    /* Accepted sockets inherit TCP_NODELAY on Linux. */
+    set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    if ((sndbuf = conftree_int("SendBufferSize", 0)) > 0) {
+        set_int_opt(fd, SOL_SOCKET, SO_SNDBUF, sndbuf);
+    }
+    if ((rcvbuf = conftree_int("ReceiveBufferSize", 0)) > 0) {
+        set_int_opt(fd, SOL_SOCKET, SO_RCVBUF, rcvbuf);
+    }
+#if APR_HAVE_IPV6
+    /* Separate IPv4 and IPv6 sockets, so both families get their buckets. */
+    if (sa->family == APR_INET6
+        && (rv = set_int_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1))) {
+        return rv;
+    }
+#endif
+    if ((rv = apr_socket_bind(sd, sa)) != APR_SUCCESS) {
+        return rv;
+    }
+    return apr_socket_listen(sd, conftree_int("ListenBacklog",
+                                              DEFAULT_LISTENBACKLOG));
+}
+
+/* Bind core's records that are new in this generation. */
+static int bind_primaries(apr_pool_t *p, int reuseport)
+{
+    ap_listen_rec *lr;
+    apr_status_t rv;
+
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        if (lr->active) {
+            continue; /* inherited from the previous generation */
+        }
+        if ((rv = bind_listener(lr->sd, lr->bind_addr, reuseport))) {
+            ap_log_perror(APLOG_MARK, APLOG_STARTUP | APLOG_CRIT, rv, p,
+                          RP_LOG_TAG "could not bind to address %pI: "
+                          "check that no other server uses it",
+                          lr->bind_addr);
+            return -1;
+        }
+        lr->active = 1;
+    }
+    return 0;
+}
+
+static int has_reuseport(apr_socket_t *sd)
+{
+#ifdef SO_REUSEPORT
+    int fd, on = 0;
+    socklen_t len = sizeof(on);
+
+    apr_os_sock_get(&fd, sd);
+    return getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0 && on;
+#else
+    return 0;
+#endif
+}
+
+/* The accept filter core applied to the primary (TCP_DEFER_ACCEPT). */
+static void copy_defer_accept(apr_socket_t *from, apr_socket_t *to)
+{
+#ifdef TCP_DEFER_ACCEPT
+    int ffd, tfd, val = 0;
+    socklen_t len = sizeof(val);
+
+    apr_os_sock_get(&ffd, from);
+    apr_os_sock_get(&tfd, to);
+    if (getsockopt(ffd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &val, &len) == 0
+        && val > 0) {
+        set_int_opt(tfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, val);
+    }
+#endif
+}
+
+static rp_dup *find_dup(ap_listen_rec *primary)
+{
+    rp_dup *d;
+
+    for (d = rp_state->dups; d; d = d->next) {
+        if (d->primary == primary) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+static rp_dup *get_dup(apr_pool_t *process_pool, ap_listen_rec *primary)
+{
+    rp_dup *d = find_dup(primary);
+
+    if (!d) {
+        apr_pool_t *pool;
+        apr_pool_create(&pool, process_pool);
+        apr_pool_tag(pool, "mpm_reuseport_buckets");
+        d = apr_pcalloc(pool, sizeof(*d));
+        d->pool = pool;
+        d->primary = primary;
+        d->next = rp_state->dups;
+        rp_state->dups = d;
+    }
+    return d;
+}
+
+/* Make sure `d` has sockets for buckets 1..want-1; close any beyond. */
+static apr_status_t size_dup(rp_dup *d, int want)
+{
+    apr_status_t rv;
+    int i;
+
+    if (want - 1 > d->count) {
+        apr_socket_t **socks = apr_pcalloc(d->pool, (want - 1) * sizeof(*socks));
+        if (d->count) {
+            memcpy(socks, d->socks, d->count * sizeof(*socks));
+        }
+        d->socks = socks;
+        for (i = d->count; i < want - 1; i++) {
+            apr_sockaddr_t *sa = d->primary->bind_addr;
+            if ((rv = apr_socket_create(&socks[i], sa->family, SOCK_STREAM,
+                                        APR_PROTO_TCP, d->pool))
+                || (rv = bind_listener(socks[i], sa, 1))) {
+                if (socks[i]) {
+                    apr_socket_close(socks[i]);
+                }
+                d->count = i;
+                return rv;
+            }
+            copy_defer_accept(d->primary->sd, socks[i]);
+        }
+        d->count = want - 1;
+    }
+    for (i = want - 1; i < d->count; i++) {
+        /* Fewer buckets now.  Children of the previous generation may still
+         * hold this socket; it really closes when they exit. */
+        apr_socket_close(d->socks[i]);
+    }
+    if (want - 1 < d->count) {
+        d->count = want - 1;
+    }
+    return APR_SUCCESS;
+}
+
+/* Close retained sockets whose Listen address left the configuration. */
+static void drop_stale_dups(void)
+{
+    rp_dup **pd = &rp_state->dups;
+
+    while (*pd) {
+        ap_listen_rec *lr;
+        for (lr = ap_listeners; lr && lr != (*pd)->primary; lr = lr->next)
+            ;
+        if (!lr) {
+            rp_dup *gone = *pd;
+            *pd = gone->next;
+            apr_pool_destroy(gone->pool);
+        }
+        else {
+            pd = &(*pd)->next;
+        }
+    }
+}
+
+/* Extra buckets are possible only if every primary really has SO_REUSEPORT
+ * and the kernel lets us bind siblings to it.  Returns the bucket count that
+ * could be set up, logging once why it is less than asked. */
+static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
+{
+    ap_listen_rec *lr;
+    apr_status_t rv = APR_SUCCESS;
+    const char *why = NULL;
+
+    for (lr = ap_listeners; lr && want > 1 && !why; lr = lr->next) {
+        if (!has_reuseport(lr->sd)) {
+            why = apr_psprintf(pconf, "listener %pI was bound without "
+                               "SO_REUSEPORT (a restart, not a graceful "
+                               "one, picks the new setting up)",
+                               lr->bind_addr);
+        }
+        else if ((rv = size_dup(get_dup(s->process->pool, lr), want))) {
+            why = apr_psprintf(pconf, "binding a second socket to %pI "
+                               "failed", lr->bind_addr);
+        }
+    }
+    if (!why) {
+        return want;
+    }
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        rp_dup *d = find_dup(lr);
+        if (d) {
+            size_dup(d, 1);
+        }
+    }
+    ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                 RP_LOG_TAG "SO_REUSEPORT unusable: %s; falling back to one "
+                 "shared listener per address", why);
+    return 1;
+}
+
+static ap_listen_rec *bucket_record(apr_pool_t *p, ap_listen_rec *primary,
+                                    apr_socket_t *sd)
+{
+    ap_listen_rec *lr = apr_pmemdup(p, primary, sizeof(*lr));
+
+    lr->sd = sd;
+    lr->next = NULL;
+    lr->accept_func = NULL;
+    lr->active = 1;
+    return lr;
+}
+
+static void build_buckets(apr_pool_t *pconf, int nb)
+{
+    ap_listen_rec *lr, **tails;
+    int i;
+
+    rp_buckets = apr_pcalloc(pconf, nb * sizeof(*rp_buckets));
+    tails = apr_pcalloc(pconf, nb * sizeof(*tails));
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        rp_dup *d = find_dup(lr);
+        for (i = 0; i < nb; i++) {
+            apr_socket_t *sd = i == 0 ? lr->sd : d->socks[i - 1];
+            ap_listen_rec *rec = bucket_record(pconf, lr, sd);
+            if (tails[i]) {
+                tails[i]->next = rec;
+            }
+            else {
+                rp_buckets[i].listeners = rec;
+            }
+            tails[i] = rec;
+        }
+    }
+}
+
+static int set_nonblocking(apr_pool_t *p)
+{
+    int i;
+    ap_listen_rec *lr;
+
+    /* Siblings may take a connection between poll and accept. */
+    for (i = 0; i < rp_lim.num_buckets; i++) {
+        for (lr = rp_buckets[i].listeners; lr; lr = lr->next) {
+            apr_status_t rv = apr_socket_opt_set(lr->sd, APR_SO_NONBLOCK, 1);
+            if (rv) {
+                ap_log_perror(APLOG_MARK, APLOG_CRIT, rv, p, RP_LOG_TAG
+                              "cannot make listener %pI non-blocking",
+                              lr->bind_addr);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
+{
+    int nb = rp_lim.num_buckets;
+
+    if (bind_primaries(s->process->pool, rp_lim.reuseport)) {
+        return -1;
+    }
+    if (ap_setup_listeners(s) < 1) {
+        ap_log_error(APLOG_MARK, APLOG_ALERT | (startup ? APLOG_STARTUP : 0),
+                     0, startup ? NULL : s,
+                     RP_LOG_TAG "no listening sockets available, shutting "
+                     "down: add a Listen directive");
+        return -1;
+    }
+    drop_stale_dups();
+    nb = create_extra_buckets(pconf, s, rp_lim.reuseport ? nb : 1);
+    if (nb != rp_lim.num_buckets) {
+        rp_lim.num_buckets = nb;
+    }
+    build_buckets(pconf, nb);
+    if (set_nonblocking(pconf)) {
+        return -1;
+    }
+    if (!rp_lim.reuseport && !rp_state->fallback_logged) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, RP_LOG_TAG
+                     "%s: one shared listener per address",
+                     rp_conf.reuseport ? "SO_REUSEPORT not supported by "
+                     "this kernel" : "ReusePort off");
+        rp_state->fallback_logged = 1;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, RP_LOG_TAG
+                 "%d listener bucket(s), SO_REUSEPORT %s", nb,
+                 nb > 1 || rp_lim.reuseport ? "on" : "off");
+    return 0;
+}
+
+void rp_listen_close_other_buckets(int keep_bucket)
+{
+    int i;
+
+    for (i = 0; i < rp_lim.num_buckets; i++) {
+        if (i != keep_bucket) {
+            ap_close_listeners_ex(rp_buckets[i].listeners);
+        }
+    }
+}
+
+void rp_listen_close_all(void)
+{
+    rp_dup *d;
+
+    ap_close_listeners();
+    for (d = rp_state->dups; d; d = d->next) {
+        size_dup(d, 1);
+    }
+}

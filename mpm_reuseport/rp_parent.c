@@ -1,0 +1,466 @@
+/* The parent: keeps every bucket served by at least one child, adjusts the
+ * number of children per bucket to the idle-thread targets, replaces dead
+ * children at once, and runs restarts and stops. */
+#include "rp.h"
+
+#include "apr_signal.h"
+#include "http_main.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#define MAX_SPAWN_RATE 32
+
+static int child_fatal;
+
+#define SLOT_PID(i) (ap_scoreboard_image->parent[i].pid)
+
+static int bucket_of(int slot)
+{
+    return slot % rp_lim.num_buckets;
+}
+
+/* ---- scoreboard bookkeeping ------------------------------------------- */
+
+static void note_child_killed(int slot, pid_t pid, ap_generation_t gen)
+{
+    if (slot != -1) {
+        process_score *ps = &ap_scoreboard_image->parent[slot];
+        ap_run_child_status(ap_server_conf, ps->pid, ps->generation, slot,
+                            MPM_CHILD_EXITED);
+        ps->pid = 0;
+    }
+    else {
+        ap_run_child_status(ap_server_conf, pid, gen, -1, MPM_CHILD_EXITED);
+    }
+}
+
+static void note_child_started(int slot, pid_t pid, int bucket)
+{
+    process_score *ps = &ap_scoreboard_image->parent[slot];
+
+    if (ps->pid != 0) {
+        /* Taking over from an old-generation child still finishing its
+         * connections: keep tracking it so it is reaped. */
+        ap_run_child_status(ap_server_conf, ps->pid, ps->generation, slot,
+                            MPM_CHILD_LOST_SLOT);
+        ap_register_extra_mpm_process(ps->pid, ps->generation);
+    }
+    ps->pid = pid;
+    ps->generation = rp_state->mpm->my_generation;
+    ps->quiescing = 0;
+    ps->not_accepting = 0;
+    ps->bucket = bucket;
+    ap_run_child_status(ap_server_conf, pid, ps->generation, slot,
+                        MPM_CHILD_STARTED);
+}
+
+static int make_child(int slot, int bucket)
+{
+    pid_t pid;
+
+    if (slot + 1 > rp_state->max_daemons_limit) {
+        rp_state->max_daemons_limit = slot + 1;
+    }
+    if (rp_one_process) {
+        note_child_started(slot, getpid(), 0);
+        rp_child_main(slot, 0);
+    }
+    if ((pid = fork()) == -1) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, errno, ap_server_conf, RP_LOG_TAG
+                     "fork failed: check memory and the process limit");
+        apr_sleep(apr_time_from_sec(1)); /* don't spin on fork */
+        return -1;
+    }
+    if (pid == 0) {
+#if AP_HAS_THREAD_LOCAL
+        ap_thread_current_after_fork();
+#endif
+        rp_child_install_early_signals();
+        rp_child_main(slot, bucket);
+    }
+    note_child_started(slot, pid, bucket);
+    return 0;
+}
+
+/* ---- slot choice ------------------------------------------------------- */
+
+static int is_current(const process_score *ps)
+{
+    return ps->pid != 0 && ps->generation == rp_state->mpm->my_generation;
+}
+
+/* A slot for a new child of `bucket`: an empty one, else one whose child is
+ * of an older generation or leaving (it keeps running, tracked elsewhere). */
+static int free_slot(int bucket)
+{
+    int i, fallback = -1;
+
+    for (i = bucket; i < rp_lim.daemons_limit; i += rp_lim.num_buckets) {
+        process_score *ps = &ap_scoreboard_image->parent[i];
+        if (ps->pid == 0) {
+            return i;
+        }
+        if (fallback < 0 && (!is_current(ps) || ps->quiescing)) {
+            fallback = i;
+        }
+    }
+    return fallback;
+}
+
+static void start_children(int count)
+{
+    int k;
+
+    /* Round-robin over buckets so each gets its share. */
+    for (k = 0; k < count; k++) {
+        int b = k % rp_lim.num_buckets, slot = free_slot(b);
+        if (slot < 0 || make_child(slot, b) < 0) {
+            break;
+        }
+    }
+}
+
+/* ---- idle-thread maintenance, per bucket ------------------------------- */
+
+typedef struct {
+    int idle;          /* idle threads in accepting current children */
+    int accepting;     /* current-generation children still accepting */
+    int busy;          /* threads serving */
+} bucket_census;
+
+static void count_bucket(int b, bucket_census *c)
+{
+    int i, t;
+
+    c->idle = c->accepting = c->busy = 0;
+    for (i = b; i < rp_lim.daemons_limit; i += rp_lim.num_buckets) {
+        process_score *ps = &ap_scoreboard_image->parent[i];
+        if (!is_current(ps) || ps->quiescing) {
+            continue;
+        }
+        c->accepting++;
+        for (t = 0; t < rp_lim.threads_per_child; t++) {
+            int st = ap_scoreboard_image->servers[i][t].status;
+            if (st <= SERVER_READY) {
+                c->idle++;   /* starting counts: it will be idle soon */
+            }
+            else if (st < SERVER_GRACEFUL) {
+                c->busy++;
+            }
+        }
+    }
+}
+
+static void spawn_for_bucket(int b, const bucket_census *c)
+{
+    int *rate = &rp_state->idle_spawn_rate[b], n;
+
+    for (n = 0; n < *rate; n++) {
+        int slot = free_slot(b);
+        if (slot < 0 || ap_scoreboard_image->parent[slot].pid != 0) {
+            break;      /* only empty slots for growth */
+        }
+        make_child(slot, b);
+    }
+    if (n == 0 && c->idle == 0 && !rp_state->maxclients_reported) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, RP_LOG_TAG
+                     "bucket %d reached its share of MaxRequestWorkers: "
+                     "consider raising MaxRequestWorkers (logged once)", b);
+        rp_state->maxclients_reported = 1;
+    }
+    if (rp_state->hold_off_on_exponential_spawning) {
+        --rp_state->hold_off_on_exponential_spawning;
+    }
+    else if (*rate < MAX_SPAWN_RATE) {
+        *rate *= 2;
+    }
+}
+
+static void maintain_bucket(int b)
+{
+    int nb = rp_lim.num_buckets;
+    bucket_census c;
+
+    count_bucket(b, &c);
+    if (c.accepting == 0) {
+        int slot = free_slot(b);
+        if (slot >= 0) {
+            make_child(slot, b);    /* a bucket is never left unserved */
+        }
+    }
+    else if (c.idle > rp_lim.max_spare_threads / nb && c.accepting > 1) {
+        ap_mpm_podx_signal(rp_buckets[b].pod, AP_MPM_PODX_GRACEFUL);
+        rp_state->idle_spawn_rate[b] = 1;
+    }
+    else if (c.idle < rp_lim.min_spare_threads / nb || c.idle == 0) {
+        spawn_for_bucket(b, &c);
+    }
+    else {
+        rp_state->idle_spawn_rate[b] = 1;
+    }
+}
+
+static void update_max_daemons_used(void)
+{
+    int i, last = -1;
+
+    for (i = 0; i < rp_state->max_daemons_limit; i++) {
+        if (SLOT_PID(i) != 0) {
+            last = i;
+        }
+    }
+    rp_state->max_daemons_limit = last + 1;
+}
+
+static void size_spawn_rates(void)
+{
+    int i;
+
+    if (rp_state->spawn_rate_size < rp_lim.num_buckets) {
+        rp_state->idle_spawn_rate = apr_palloc(ap_pglobal,
+                                               rp_lim.num_buckets * sizeof(int));
+        rp_state->spawn_rate_size = rp_lim.num_buckets;
+    }
+    for (i = 0; i < rp_lim.num_buckets; i++) {
+        rp_state->idle_spawn_rate[i] = 1;
+    }
+}
+
+/* ---- the main loop ------------------------------------------------------ */
+
+/* A child exited: update the scoreboard; replace it at once if its bucket
+ * would otherwise be left without an accepting child.  Returns -1 when the
+ * server must stop (a child of this generation could not start at all). */
+static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
+                        int *successive_kills)
+{
+    int outcome = ap_process_child_status(proc, why, status);
+    int slot = ap_find_child_by_pid(proc), t;
+    ap_generation_t old_gen;
+
+    if (outcome == APEXIT_CHILDFATAL
+        && (slot < 0 || ap_get_scoreboard_process(slot)->generation
+                        == rp_state->mpm->my_generation)) {
+        child_fatal = 1;
+        rp_state->mpm->shutdown_pending = 1;
+        return -1;
+    }
+    if (outcome == APEXIT_CHILDSICK) {
+        rp_state->sick_child_detected = 1;
+    }
+    if (slot < 0) {
+        if (ap_unregister_extra_mpm_process(proc->pid, &old_gen) == 1) {
+            note_child_killed(-1, proc->pid, old_gen);
+        }
+#if APR_HAS_OTHER_CHILD
+        else {
+            apr_proc_other_child_alert(proc, APR_OC_REASON_DEATH, status);
+        }
+#endif
+        return 0;
+    }
+    for (t = 0; t < rp_lim.threads_per_child; t++) {
+        ap_update_child_status_from_indexes(slot, t, SERVER_DEAD, NULL);
+    }
+    note_child_killed(slot, 0, 0);
+    ap_scoreboard_image->parent[slot].quiescing = 0;
+    if (outcome != APEXIT_CHILDSICK && slot < rp_lim.daemons_limit) {
+        bucket_census c;
+        count_bucket(bucket_of(slot), &c);
+        /* Crash loops: after 3 quick deaths wait for the next tick. */
+        if (c.accepting == 0 && ++*successive_kills <= 3) {
+            make_child(slot, bucket_of(slot));
+        }
+    }
+    return 0;
+}
+
+static void server_main_loop(void)
+{
+    int successive_kills = 0, b;
+
+    while (!rp_state->mpm->restart_pending
+           && !rp_state->mpm->shutdown_pending) {
+        apr_exit_why_e why;
+        int status;
+        apr_proc_t proc;
+
+        ap_wait_or_timeout(&why, &status, &proc, rp_pconf, ap_server_conf);
+        if (proc.pid != -1) {
+            if (child_exited(&proc, why, status, &successive_kills) < 0) {
+                return;
+            }
+            continue;
+        }
+        successive_kills = 0;
+        if (rp_state->sick_child_detected) {
+            /* Resource shortage: grow slowly until it passes. */
+            for (b = 0; b < rp_lim.num_buckets; b++) {
+                rp_state->idle_spawn_rate[b] = 1;
+            }
+            rp_state->sick_child_detected = 0;
+        }
+        for (b = 0; b < rp_lim.num_buckets; b++) {
+            maintain_bucket(b);
+        }
+        update_max_daemons_used();
+    }
+}
+
+/* ---- stop and restart ---------------------------------------------------- */
+
+static void signal_all_buckets(ap_podx_restart_t how)
+{
+    int b;
+
+    for (b = 0; b < rp_lim.num_buckets; b++) {
+        ap_mpm_podx_killpg(rp_buckets[b].pod, rp_lim.daemons_limit, how);
+    }
+}
+
+static int any_child_alive(void)
+{
+    int i;
+
+    for (i = 0; i < rp_lim.daemons_limit; i++) {
+        if (SLOT_PID(i) && ap_mpm_safe_kill(SLOT_PID(i), 0) == APR_SUCCESS) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int stop_now(void)
+{
+    signal_all_buckets(AP_MPM_PODX_RESTART);
+    ap_reclaim_child_processes(1, note_child_killed);
+    if (!child_fatal) {
+        ap_remove_pid(rp_pconf, ap_pid_fname);
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
+                     RP_LOG_TAG "caught SIGTERM, shutting down");
+    }
+    return DONE;
+}
+
+static int stop_gracefully(void)
+{
+    apr_time_t cutoff = ap_graceful_shutdown_timeout
+        ? apr_time_now() + apr_time_from_sec(ap_graceful_shutdown_timeout) : 0;
+
+    rp_listen_close_all();
+    signal_all_buckets(AP_MPM_PODX_GRACEFUL);
+    ap_relieve_child_processes(note_child_killed);
+    if (!child_fatal) {
+        ap_remove_pid(rp_pconf, ap_pid_fname);
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
+                     "caught " AP_SIG_GRACEFUL_STOP_STRING
+                     ", shutting down gracefully");
+    }
+    rp_state->mpm->shutdown_pending = 0;
+    do {
+        apr_sleep(apr_time_from_msec(200));
+        ap_relieve_child_processes(note_child_killed);
+    } while (!rp_state->mpm->shutdown_pending && any_child_alive()
+             && (!cutoff || apr_time_now() < cutoff));
+    signal_all_buckets(AP_MPM_PODX_RESTART);
+    ap_reclaim_child_processes(1, note_child_killed);
+    return DONE;
+}
+
+static int restart(void)
+{
+    /* Next generation; the parent keeps all listener sockets. */
+    ++rp_state->mpm->my_generation;
+    ap_scoreboard_image->global->running_generation =
+        rp_state->mpm->my_generation;
+    if (!rp_state->mpm->is_ungraceful) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
+                     AP_SIG_GRACEFUL_STRING " received, doing graceful "
+                     "restart");
+        signal_all_buckets(AP_MPM_PODX_GRACEFUL);
+    }
+    else {
+        signal_all_buckets(AP_MPM_PODX_RESTART);
+        ap_reclaim_child_processes(1, note_child_killed);
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
+                     "SIGHUP received, restarting");
+    }
+    return OK;
+}
+
+/* ap_wait_or_timeout() sleeps a second between reaps; a handled SIGCHLD
+ * cuts that sleep short, so a dead child is replaced at once. */
+static void wake_on_child_exit(int sig)
+{
+    (void)sig;
+}
+
+static int open_pods(void)
+{
+    int b;
+
+    for (b = 0; b < rp_lim.num_buckets; b++) {
+        apr_status_t rv = ap_mpm_podx_open(rp_pconf, &rp_buckets[b].pod);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, rv, ap_server_conf,
+                         RP_LOG_TAG "cannot open the pipe of death for "
+                         "bucket %d: check the open-files limit", b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
+{
+    (void)pconf;
+    ap_log_pid(rp_pconf, ap_pid_fname);
+    if (!rp_state->mpm->was_graceful) {
+        if (ap_run_pre_mpm(s->process->pool, SB_SHARED) != OK) {
+            rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
+            return !OK;
+        }
+        ap_scoreboard_image->global->running_generation =
+            rp_state->mpm->my_generation;
+    }
+    if (!rp_one_process && open_pods()) {
+        return !OK;
+    }
+    ap_unixd_mpm_set_signals(rp_pconf, rp_one_process);
+    if (!rp_one_process) {
+        apr_signal(SIGCHLD, wake_on_child_exit);
+    }
+    size_spawn_rates();
+    /* New children start at once, also on a graceful restart: the previous
+     * generation has stopped accepting and the sockets' queues wait. */
+    if (rp_state->mpm->was_graceful) {
+        rp_state->hold_off_on_exponential_spawning = 10;
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
+                 "%s configured -- resuming normal operations",
+                 ap_get_server_description());
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, RP_LOG_TAG
+                 "%d bucket(s), %d children at start, %d threads each, at "
+                 "most %d children", rp_lim.num_buckets, rp_lim.start_servers,
+                 rp_lim.threads_per_child, rp_lim.daemons_limit);
+    ap_log_command_line(plog, s);
+    ap_log_mpm_common(s);
+    rp_state->mpm->mpm_state = AP_MPMQ_RUNNING;
+    start_children(rp_lim.start_servers);
+
+    server_main_loop();
+    rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
+
+    if (child_fatal
+        || (rp_state->mpm->shutdown_pending && rp_state->mpm->is_ungraceful)) {
+        return stop_now();
+    }
+    if (rp_state->mpm->shutdown_pending) {
+        return stop_gracefully();
+    }
+    if (rp_one_process) {
+        return DONE;
+    }
+    return restart();
+}

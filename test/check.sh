@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `make check`: build, then every Linux test stage in turn.  Each stage prints
+# its own summary; the last line adds them up as "check: N passed, N failed".
+# Exits non-zero if anything failed.  Stages start only their own processes
+# (private httpd instances, by PID) and stop them.
+set -u
+cd "$(dirname "$0")/.."
+SAN=${SANITIZE:-}
+LOG=out/check
+mkdir -p "$LOG"
+rm -f out/asan.* out/ubsan.*
+
+passed=0 failed=0 broken=()
+
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+# Check prints "100%: Checks: N, Failures: F, Errors: E" per suite.
+count_check() {
+    local n f e
+    while read -r n f e; do add $((n - f - e)) $((f + e)); done < <(
+        sed -n 's/.*Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' "$1")
+}
+
+# Our runners end with "<name>: N passed, N failed".
+count_plain() {
+    local line
+    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+    [ -n "$line" ] || return 1
+    add "$(sed 's/^[a-z]*: \([0-9]*\) passed.*/\1/' <<<"$line")" \
+        "$(sed 's/.* \([0-9]*\) failed.*/\1/' <<<"$line")"
+}
+
+stage() {
+    local name=$1; shift
+    echo "=== $name: $*"
+    "$@" 2>&1 | tee "$LOG/$name.log"
+    local rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || broken+=("$name")
+    return "$rc"
+}
+
+if ! stage build make -s all SANITIZE="$SAN"; then
+    echo "check: build failed"; echo "check: 0 passed, 1 failed"; exit 1
+fi
+if [ -n "$SAN" ]; then
+    # apache2 itself is not instrumented: preload the sanitizer runtimes.
+    MPMNG_LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+    export MPMNG_LD_PRELOAD
+fi
+
+stage unit make -s unit SANITIZE="$SAN"
+count_check "$LOG/unit.log"
+
+stage integration python3 test/run_integration.py
+count_plain "$LOG/integration.log" || add 0 1
+
+if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
+    echo "=== regress: skipped (MPMNG_SKIP_REGRESS=1)"
+else
+    stage regress test/regress/run.sh event reuseport
+    count_plain "$LOG/regress.log" || add 0 1
+fi
+
+for f in out/asan.* out/ubsan.*; do
+    [ -e "$f" ] || continue
+    echo "=== sanitizer report $f"; cat "$f"; broken+=("sanitizer"); add 0 1
+done
+
+echo
+[ ${#broken[@]} -eq 0 ] || echo "check: stages with failures: ${broken[*]}"
+echo "check: $passed passed, $failed failed"
+[ ${#broken[@]} -eq 0 ] && [ "$failed" -eq 0 ]
