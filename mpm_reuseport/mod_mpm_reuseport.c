@@ -5,6 +5,9 @@
 
 #include "http_protocol.h"
 #include "http_request.h"
+#include "http_connection.h"
+
+#include <dlfcn.h>
 
 rp_retained *rp_state;
 rp_settings rp_conf;
@@ -54,12 +57,25 @@ static int rp_open_logs(apr_pool_t *p, apr_pool_t *plog, apr_pool_t *ptemp,
     return rp_listen_open(p, s, rp_state->mpm->module_loads == 1) ? !OK : OK;
 }
 
+/* httpd unloads DSOs on every restart, but the parent keeps a SIGCHLD
+ * handler and a fork handler that point into this module: keep it mapped
+ * (a reload then finds the same copy). */
+static void rp_pin_module(void)
+{
+    Dl_info info;
+
+    if (dladdr((void *)rp_pin_module, &info) && info.dli_fname) {
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+}
+
 static void rp_register_hooks(apr_pool_t *p)
 {
     /* open_logs before core's, so start-up errors still reach stderr. */
     static const char *const before_core[] = { "core.c", NULL };
 
     (void)p;
+    rp_pin_module();
     ap_hook_open_logs(rp_open_logs, NULL, before_core, APR_HOOK_REALLY_FIRST);
     /* MPM state must be set before other pre_config hooks query it. */
     ap_hook_pre_config(rp_pre_config, NULL, NULL, APR_HOOK_REALLY_FIRST);
@@ -69,6 +85,8 @@ static void rp_register_hooks(apr_pool_t *p)
     ap_hook_mpm_get_name(rp_name, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(rp_child_post_read_request, NULL, NULL,
                               APR_HOOK_REALLY_FIRST);
+    ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
+                                 APR_HOOK_REALLY_LAST);
 }
 
 AP_DECLARE_MODULE(mpm_reuseport) = {

@@ -49,7 +49,6 @@ typedef struct rp_retained {
     int *idle_spawn_rate;        /* per bucket */
     int hold_off_on_exponential_spawning;
     rp_dup *dups;                /* bucket sockets 1..n-1 per primary */
-    int fallback_logged;
 } rp_retained;
 
 /* Global state of the running generation. */
@@ -70,6 +69,9 @@ int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
 void rp_listen_close_other_buckets(int keep_bucket);
 void rp_listen_close_all(void);
+void rp_listen_forking_own_child(int on);
+void rp_listen_disarm_fork_hygiene(void);
+extern const char *rp_listen_note;   /* why fewer buckets, if so */
 
 /* rp_parent.c */
 int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
@@ -77,6 +79,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
 /* rp_child.c */
 void rp_child_main(int slot, int bucket) __attribute__((noreturn));
 int rp_child_post_read_request(request_rec *r);
+int rp_child_pre_close_connection(conn_rec *c);
 void rp_child_install_early_signals(void); /* right after fork */
 
 #endif

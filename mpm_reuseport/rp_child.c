@@ -26,7 +26,13 @@ static struct {
     rp_queue *queue;
     apr_pollset_t *pollset;
     apr_thread_t *starter, *listener, **workers;
-    apr_socket_t **busy_socks;    /* per worker, for ungraceful stop */
+    apr_uint32_t workers_running;
+    /* Per worker: its connection and socket, so a stop can end idle or all
+     * connections; cleared before the socket closes, under conn_lock, so a
+     * stale descriptor number is never shut down. */
+    pthread_mutex_t conn_lock;
+    conn_rec **conns;
+    int *conn_fds;
     apr_pool_t *spare_pool;       /* listener's pool after a failed accept */
     volatile rp_stop_mode mode;   /* set by whoever decides to stop */
     volatile sig_atomic_t got_sigterm;
@@ -82,6 +88,52 @@ int rp_child_post_read_request(request_rec *r)
 
 /* ---- workers ----------------------------------------------------------- */
 
+static void publish_connection(int tid, conn_rec *c, apr_socket_t *sock)
+{
+    int fd = -1;
+
+    if (sock) {
+        apr_os_sock_get(&fd, sock);
+    }
+    pthread_mutex_lock(&child.conn_lock);
+    child.conns[tid] = c;
+    child.conn_fds[tid] = fd;
+    pthread_mutex_unlock(&child.conn_lock);
+}
+
+int rp_child_pre_close_connection(conn_rec *c)
+{
+    long tid = c->id - (long)child.slot * rp_lim.thread_limit;
+
+    if (child.conns && tid >= 0 && tid < rp_lim.threads_per_child
+        && child.conns[tid] == c) {
+        publish_connection((int)tid, NULL, NULL);
+    }
+    return OK;
+}
+
+/* Shut down the reading side of connections: all of them, or those idle in
+ * keep-alive for longer than min_idle.  Their workers then finish. */
+static void shutdown_connections(int idle_only, apr_interval_time_t min_idle)
+{
+    apr_time_t now = apr_time_now();
+    int tid;
+
+    pthread_mutex_lock(&child.conn_lock);
+    for (tid = 0; tid < rp_lim.threads_per_child; tid++) {
+        worker_score *ws = &ap_scoreboard_image->servers[child.slot][tid];
+        if (child.conn_fds[tid] < 0) {
+            continue;
+        }
+        if (idle_only && (ws->status != SERVER_BUSY_KEEPALIVE
+                          || now - ws->last_used < min_idle)) {
+            continue;
+        }
+        shutdown(child.conn_fds[tid], idle_only ? SHUT_RD : SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&child.conn_lock);
+}
+
 static void serve_connection(apr_thread_t *thd, apr_pool_t *p,
                              apr_socket_t *sock, int tid)
 {
@@ -94,8 +146,13 @@ static void serve_connection(apr_thread_t *thd, apr_pool_t *p,
     c = ap_run_create_connection(p, ap_server_conf, sock, conn_id, sbh, ba);
     if (c) {
         c->current_thread = thd;
+        publish_connection(tid, c, sock);
         ap_process_connection(c, sock);
         ap_lingering_close(c);
+        publish_connection(tid, NULL, NULL); /* if pre_close did not run */
+    }
+    else {
+        apr_socket_close(sock);
     }
 }
 
@@ -125,9 +182,7 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
             break;
         }
         recycled = NULL;
-        child.busy_socks[tid] = sock;
         serve_connection(thd, pool, sock, tid);
-        child.busy_socks[tid] = NULL;
         apr_pool_clear(pool);
         recycled = pool;
         count_connection();
@@ -135,6 +190,7 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
     ap_update_child_status_from_indexes(child.slot, tid,
                                         child.mode == RP_UNGRACEFUL
                                         ? SERVER_DEAD : SERVER_GRACEFUL, NULL);
+    apr_atomic_dec32(&child.workers_running);
     return NULL;
 }
 
@@ -233,8 +289,10 @@ static void *APR_THREAD_FUNC listener_main(apr_thread_t *thd, void *arg)
         /* Rotate over ready listeners so none is starved. */
         accept_one(ready[next++ % n].client_data);
     }
-    /* Stop taking connections; the parent keeps the sockets open, so what is
-     * queued there is served by the next child of this bucket. */
+    /* Stop taking connections and drop our copies of the sockets: on a
+     * restart the parent's copies keep the queues for the next children; on
+     * a stop, new connections are refused at once rather than left queued. */
+    ap_close_listeners_ex(rp_buckets[child.bucket].listeners);
     child.draining = 1;
     ap_scoreboard_image->parent[child.slot].quiescing = 1;
     ap_scoreboard_image->parent[child.slot].not_accepting = 1;
@@ -279,8 +337,14 @@ static void setup_runtime(void)
     }
     child.workers = apr_pcalloc(child.pruntime,
                                 rp_lim.threads_per_child * sizeof(apr_thread_t *));
-    child.busy_socks = apr_pcalloc(child.pruntime,
-                                   rp_lim.threads_per_child * sizeof(apr_socket_t *));
+    child.conns = apr_pcalloc(child.pruntime,
+                              rp_lim.threads_per_child * sizeof(conn_rec *));
+    child.conn_fds = apr_palloc(child.pruntime,
+                                rp_lim.threads_per_child * sizeof(int));
+    for (n = 0; n < rp_lim.threads_per_child; n++) {
+        child.conn_fds[n] = -1;
+    }
+    pthread_mutex_init(&child.conn_lock, NULL);
     apr_atomic_set32(&child.conns_left, ap_max_requests_per_child > 0
                      ? (apr_uint32_t)ap_max_requests_per_child : 0);
 }
@@ -327,6 +391,7 @@ static void *APR_THREAD_FUNC starter_main(apr_thread_t *thd, void *arg)
             }
             ap_update_child_status_from_indexes(child.slot, tid,
                                                 SERVER_STARTING, NULL);
+            apr_atomic_inc32(&child.workers_running);
             child.workers[tid] = spawn_thread(worker_main,
                                               (void *)(apr_uintptr_t)tid);
             made++;
@@ -353,6 +418,26 @@ static void join(apr_thread_t *t)
     }
 }
 
+/* Graceful: requests in progress finish, and connections sending requests
+ * get their next answer with Connection: close; connections that sit idle
+ * in keep-alive are closed rather than kept for KeepAliveTimeout.  The
+ * grace period lets a client's next request, already on its way, arrive. */
+#define RP_IDLE_GRACE apr_time_from_msec(250)
+
+static void drain_connections(void)
+{
+    while (apr_atomic_read32(&child.workers_running) > 0) {
+        if (child.got_sigterm) {
+            /* The parent's patience ran out (GracefulShutdownTimeout). */
+            child.mode = RP_UNGRACEFUL;
+            shutdown_connections(0, 0);
+            return;
+        }
+        shutdown_connections(1, RP_IDLE_GRACE);
+        apr_sleep(apr_time_from_msec(50));
+    }
+}
+
 static void stop_threads(rp_stop_mode mode)
 {
     int i;
@@ -371,12 +456,10 @@ static void stop_threads(rp_stop_mode mode)
         rp_queue_terminate(child.queue);
     }
     if (mode == RP_UNGRACEFUL) {
-        for (i = 0; i < rp_lim.threads_per_child; i++) {
-            apr_socket_t *s = child.busy_socks[i];
-            if (s) {
-                apr_socket_shutdown(s, APR_SHUTDOWN_READWRITE);
-            }
-        }
+        shutdown_connections(0, 0);
+    }
+    else {
+        drain_connections();
     }
     for (i = 0; i < rp_lim.threads_per_child; i++) {
         join(child.workers[i]);

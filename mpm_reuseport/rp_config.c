@@ -3,6 +3,7 @@
 
 #include "apr_strings.h"
 #include "http_main.h"
+#include "util_mutex.h"
 
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ static const char *set_reuseport(cmd_parms *cmd, void *dummy, int on)
 
 const command_rec rp_directives[] = {
     LISTEN_COMMANDS,
+    AP_GRACEFUL_SHUTDOWN_TIMEOUT_COMMAND,
     AP_INIT_TAKE1("StartServers", set_start_servers, NULL, RSRC_CONF,
                   "Number of child processes created at startup "
                   "(default: one per listener bucket)"),
@@ -138,8 +140,12 @@ int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
         rp_state->mpm->baton = rp_state;
     }
     ++rp_state->mpm->module_loads;
+    rp_listen_disarm_fork_hygiene();
     detach_once(pconf);
 
+    /* Never used (no accept lock is needed), but configurations written for
+     * the stock MPMs may name it in a Mutex directive. */
+    ap_mutex_register(pconf, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
     ap_listen_pre_config();
     rp_settings_init(&rp_conf);
     ap_extended_status = 0;

@@ -9,8 +9,12 @@
 #include "apr_strings.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+
+const char *rp_listen_note;
 
 struct rp_dup {
     rp_dup *next;
@@ -229,8 +233,14 @@ static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
     apr_status_t rv = APR_SUCCESS;
     const char *why = NULL;
 
-    for (lr = ap_listeners; lr && want > 1 && !why; lr = lr->next) {
-        if (!has_reuseport(lr->sd)) {
+    for (lr = ap_listeners; lr && !why; lr = lr->next) {
+        if (want == 1) {
+            rp_dup *d = find_dup(lr);
+            if (d) {
+                size_dup(d, 1);     /* fewer buckets than last generation */
+            }
+        }
+        else if (!has_reuseport(lr->sd)) {
             why = apr_psprintf(pconf, "listener %pI was bound without "
                                "SO_REUSEPORT (a restart, not a graceful "
                                "one, picks the new setting up)",
@@ -250,9 +260,10 @@ static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
             size_dup(d, 1);
         }
     }
-    ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
-                 RP_LOG_TAG "SO_REUSEPORT unusable: %s; falling back to one "
-                 "shared listener per address", why);
+    rp_listen_note = apr_psprintf(pconf, "SO_REUSEPORT unusable: %s; "
+                                  "falling back to one shared listener per "
+                                  "address", why);
+    (void)rv;
     return 1;
 }
 
@@ -311,9 +322,77 @@ static int set_nonblocking(apr_pool_t *p)
     return 0;
 }
 
+/* ---- fork hygiene -------------------------------------------------------
+ * Core's ap_close_listeners(), which modules call in processes they fork
+ * from the parent (mod_cgid's daemon, ...), does not know our extra bucket
+ * sockets.  Such a process would hold them open: a socket we close (fewer
+ * buckets, graceful stop) would keep accepting into a queue nobody serves.
+ * So every fork of the parent other than our own children closes them. */
+static int *dup_fds;
+static int dup_fd_count;
+static volatile int forking_own_child;
+static int fork_from_parent;
+static pid_t parent_pid;
+
+static void before_fork(void)
+{
+    fork_from_parent = getpid() == parent_pid && !forking_own_child;
+}
+
+static void in_forked_child(void)
+{
+    int i;
+
+    if (fork_from_parent) {
+        for (i = 0; i < dup_fd_count; i++) {
+            close(dup_fds[i]);
+        }
+    }
+    fork_from_parent = 0;
+}
+
+static void remember_dup_fds(apr_pool_t *pconf)
+{
+    static int registered;
+    rp_dup *d;
+    int i, n = 0;
+
+    for (d = rp_state->dups; d; d = d->next) {
+        n += d->count;
+    }
+    dup_fds = apr_palloc(pconf, (n ? n : 1) * sizeof(int));
+    dup_fd_count = 0;
+    for (d = rp_state->dups; d; d = d->next) {
+        for (i = 0; i < d->count; i++) {
+            apr_os_sock_get(&dup_fds[dup_fd_count++], d->socks[i]);
+        }
+    }
+    parent_pid = getpid();
+    if (!registered) {
+        /* Our DSO stays loaded (rp_pin_module), so these stay valid. */
+        pthread_atfork(before_fork, NULL, in_forked_child);
+        registered = 1;
+    }
+}
+
+/* Until open_logs re-arms it: forks during configuration (detaching from
+ * the terminal) continue as the parent and must keep every socket. */
+void rp_listen_disarm_fork_hygiene(void)
+{
+    dup_fd_count = 0;
+    parent_pid = 0;
+}
+
+void rp_listen_forking_own_child(int on)
+{
+    forking_own_child = on;
+}
+
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
 {
     int nb = rp_lim.num_buckets;
+
+    rp_listen_note = NULL;
 
     if (bind_primaries(s->process->pool, rp_lim.reuseport)) {
         return -1;
@@ -334,16 +413,13 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
     if (set_nonblocking(pconf)) {
         return -1;
     }
-    if (!rp_lim.reuseport && !rp_state->fallback_logged) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, RP_LOG_TAG
-                     "%s: one shared listener per address",
-                     rp_conf.reuseport ? "SO_REUSEPORT not supported by "
-                     "this kernel" : "ReusePort off");
-        rp_state->fallback_logged = 1;
+    if (!rp_lim.reuseport) {
+        rp_listen_note = rp_conf.reuseport
+            ? "SO_REUSEPORT is not supported by this kernel: one shared "
+              "listener per address"
+            : "ReusePort off: one shared listener per address";
     }
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, RP_LOG_TAG
-                 "%d listener bucket(s), SO_REUSEPORT %s", nb,
-                 nb > 1 || rp_lim.reuseport ? "on" : "off");
+    remember_dup_fds(pconf);
     return 0;
 }
 
@@ -366,4 +442,5 @@ void rp_listen_close_all(void)
     for (d = rp_state->dups; d; d = d->next) {
         size_dup(d, 1);
     }
+    dup_fd_count = 0;   /* those numbers may be reused from now on */
 }

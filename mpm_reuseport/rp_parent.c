@@ -66,7 +66,10 @@ static int make_child(int slot, int bucket)
         note_child_started(slot, getpid(), 0);
         rp_child_main(slot, 0);
     }
-    if ((pid = fork()) == -1) {
+    rp_listen_forking_own_child(1);
+    pid = fork();
+    rp_listen_forking_own_child(0);
+    if (pid == -1) {
         ap_log_error(APLOG_MARK, APLOG_ERR, errno, ap_server_conf, RP_LOG_TAG
                      "fork failed: check memory and the process limit");
         apr_sleep(apr_time_from_sec(1)); /* don't spin on fork */
@@ -444,6 +447,10 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
                  "%d bucket(s), %d children at start, %d threads each, at "
                  "most %d children", rp_lim.num_buckets, rp_lim.start_servers,
                  rp_lim.threads_per_child, rp_lim.daemons_limit);
+    if (rp_listen_note) {
+        ap_log_error(APLOG_MARK, rp_conf.reuseport ? APLOG_WARNING : APLOG_INFO,
+                     0, ap_server_conf, RP_LOG_TAG "%s", rp_listen_note);
+    }
     ap_log_command_line(plog, s);
     ap_log_mpm_common(s);
     rp_state->mpm->mpm_state = AP_MPMQ_RUNNING;

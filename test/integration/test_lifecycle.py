@@ -1,0 +1,295 @@
+"""Process lifecycle: graceful restart under load, a child killed under load,
+stop and graceful-stop, GracefulShutdownTimeout, MaxConnectionsPerChild,
+spare-thread maintenance, bucket count changed by a graceful restart."""
+import os
+import signal
+import time
+import unittest
+
+from common import (CGI_SLOW, HttpdTestCase, IS_REUSEPORT, ResponseReader, Wrk, connect,
+                    line_count, listeners, mpm_directives, parallel_gets, pid_counts,
+                    request_bytes, reset_delta, reuseport_only, run_ab, ss_lines,
+                    tcp_counters)
+
+
+RATELIMIT = ("<Location /slow.bin>\n  SetOutputFilter RATE_LIMIT\n"
+             "  SetEnv rate-limit 64\n</Location>\n")  # KiB/s: 2 MiB take 32 s
+
+
+class GracefulRestart(HttpdTestCase):
+    def test_graceful_restarts_under_load_lose_nothing(self):
+        # (GracefulShutdownTimeout has its own test; the old generation has no
+        # slow requests here and must be gone within a few seconds anyway.)
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=8, threads=50,
+                                      thread_limit=50, max_workers=400, min_spare=50,
+                                      max_spare=400),
+                       files={"file.bin": os.urandom(1024)})
+        h.wait_children(2)
+        self.wait_workers(h, 100)
+        nlisten = len(ss_lines(h.port))
+        url = h.url("/file.bin")
+        before = tcp_counters()
+        duration = 10
+        fresh = Wrk(url, duration, 16, close=True).start()
+        keep = Wrk(url, duration, 16).start()
+        t0 = time.monotonic()
+        restarts = 0
+        try:
+            while restarts < 4 and time.monotonic() - t0 < duration - 3:
+                time.sleep(1.5)  # pacing: let load run on the current generation
+                old = h.children()
+                h.graceful()
+                restarts += 1
+                self.wait_gone(old, 5, "generation %d's children" % restarts)
+                new = h.children()
+                self.assertFalse(set(old) & set(new), "children did not change: %s -> %s"
+                                 % (old, new))
+        finally:
+            r_fresh, r_keep = fresh.result(), keep.result()
+        resets = reset_delta(before, tcp_counters())
+        self.assertGreaterEqual(restarts, 3)
+        msg = "%d graceful restarts; new connections: %s; keep-alive: %s; TCP resets: %s" % (
+            restarts, r_fresh, r_keep, resets)
+        print("\n    " + msg, end=" ")
+        self.assertGreater(r_fresh.requests, 500, msg)
+        self.assertGreater(r_keep.requests, 500, msg)
+        self.assertEqual(r_fresh.failures, 0, msg)
+        self.assertEqual(r_keep.failures, 0, msg)
+        self.assertEqual(len(ss_lines(h.port)), nlisten,
+                         "listener count changed across graceful restarts")
+
+    def test_graceful_restart_finishes_inflight_request(self):
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=8, threads=10,
+                                      max_workers=80, min_spare=10, max_spare=80),
+                       cgi={"slow.py": CGI_SLOW}, files={"index.html": "new generation\n"})
+        with connect(h.host, h.port) as s:
+            s.sendall(request_bytes("GET", "/cgi-bin/slow.py?2", h.host))
+            rd = ResponseReader(s)
+            rd.wait_for(b"begin")
+            h.graceful()
+            # New requests are served meanwhile.
+            results, _ = parallel_gets(h.host, h.port, 10, "/index.html", timeout=5)
+            self.assertTrue(all(r[0] for r in results), results)
+            r = rd.read_response()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.body, b"begin\nend\n")
+
+
+class ChildDeath(HttpdTestCase):
+    def test_sigkill_child_under_load(self):
+        tpc = 16
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=tpc,
+                                      thread_limit=tpc, max_workers=4 * tpc,
+                                      min_spare=tpc, max_spare=4 * tpc),
+                       files={"index.html": b"z" * 512}, access_log=True)
+        kids = h.wait_children(2)
+        self.wait_workers(h, 2 * tpc)
+        alog = h.access_log
+        load = Wrk(h.url("/index.html"), 6, 30, close=True).start()
+        try:
+            self.wait_until(lambda: line_count(alog) > 300, 10, "load to flow")
+            before = h.children()
+            victim = kids[0]
+            os.kill(victim, signal.SIGKILL)
+            t_kill = time.monotonic()
+            self.wait_gone([victim], 5, "killed child")
+
+            def replaced():
+                now = h.children()
+                return now if set(now) - set(before) and len(now) >= len(before) else None
+            new = self.wait_until(replaced, 3, "a replacement for child %d (children before "
+                                  "the kill: %s)" % (victim, before))
+            replaced_after = time.monotonic() - t_kill
+            served = line_count(alog)
+            self.wait_until(lambda: line_count(alog) > served + 200, 3,
+                            "requests to keep succeeding after the kill")
+        finally:
+            res = load.result()
+        counts = pid_counts(alog, "/index.html")
+        replacement = (set(new) - set(before)).pop()
+        msg = "%s; replacement after %.2fs; per child %s" % (res, replaced_after, counts)
+        self.assertLessEqual(res.failures, tpc,
+                             "more failures than the killed child had threads: " + msg)
+        self.assertGreater(counts.get(replacement, 0), 0, "replacement served nothing: " + msg)
+        self.assertGreater(res.requests, 1000, msg)
+
+    def test_killed_childs_bucket_queue_is_served(self):
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40),
+                       files={"index.html": "q\n"})
+        kids = h.wait_children(2)
+        self.wait_workers(h, 20)
+        os.kill(kids[0], signal.SIGKILL)
+        self.wait_gone([kids[0]], 5, "killed child")
+        results, took = parallel_gets(h.host, h.port, 50, "/index.html", timeout=5)
+        bad = [r for r in results if not r[0]]
+        self.assertEqual(bad, [], "%d of 50 connections failed after a child was killed"
+                         % len(bad))
+        self.assertLess(took, 5.5)
+        h.wait_children(2, timeout=5)
+
+
+class Stop(HttpdTestCase):
+    def _slow_download(self, h):
+        """A rate-limited download in flight: (socket, reader)."""
+        s = connect(h.host, h.port)
+        self.addCleanup(s.close)
+        s.sendall(request_bytes("GET", "/slow.bin", h.host))
+        rd = ResponseReader(s)
+        rd.wait_for(b"\r\n\r\n")
+        while len(rd.buf) < 8192:
+            rd.fill()
+        return s, rd
+
+    def _slow_server(self, extra=""):
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40)
+                       + RATELIMIT + extra, modules=("ratelimit", "env"),
+                       files={"slow.bin": os.urandom(2 << 20), "index.html": "i\n"})
+        h.wait_children(2)
+        return h
+
+    def test_sigterm_stops_everything_promptly(self):
+        h = self._slow_server()
+        s, rd = self._slow_download(h)
+        idle = [connect(h.host, h.port) for _ in range(5)]  # idle connections too
+        t0 = time.monotonic()
+        leftover = h.stop(signal.SIGTERM, timeout=10)
+        took = time.monotonic() - t0
+        for c in idle:
+            c.close()
+        self.assertEqual(leftover, [], "processes left after SIGTERM")
+        self.assertLess(took, 5, "SIGTERM took %.1fs to end all processes" % took)
+        self.assertIsNotNone(rd.wait_close(5), "the in-flight download was left hanging")
+        self.assertEqual(ss_lines(h.port), [], "still listening after stop")
+
+    def test_graceful_stop_lets_inflight_request_finish(self):
+        """SIGWINCH: listeners close at once, the in-flight request (a CGI
+        answering after 2 s) completes with a full 200, its connection is then
+        closed (not kept for KeepAliveTimeout), and every process exits."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40)
+                       + "KeepAliveTimeout 20\n", cgi={"slow.py": CGI_SLOW})
+        problems = []
+        with connect(h.host, h.port) as s:
+            s.sendall(request_bytes("GET", "/cgi-bin/slow.py?2", h.host))
+            rd = ResponseReader(s)
+            rd.wait_for(b"begin")
+            procs = h.processes()
+            t0 = time.monotonic()
+            h.send_signal(signal.SIGWINCH)
+            # Nobody may accept new connections while the old children finish.
+            deadline = t0 + 2
+            while listeners(h.port) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            left = listeners(h.port)
+            if left:
+                problems.append("listening sockets still open 2s after SIGWINCH (new "
+                                "connections queue there and are reset later): %s"
+                                % ["%s held by %s" % (l["addr"], l["pids"]) for l in left])
+            r = rd.read_response()
+            if (r.status, r.body) != (200, b"begin\nend\n"):
+                problems.append("in-flight response: %d %r" % (r.status, r.body))
+            closed = rd.wait_close(6)
+            if closed is None or closed > 3:
+                problems.append("server kept the finished keep-alive connection open %s "
+                                "after the response (KeepAliveTimeout is 20s)"
+                                % ("more than 6s" if closed is None else "%.1fs" % closed))
+        leftover = h.wait_exit(procs, 10)
+        if leftover:
+            problems.append("processes still alive 10s after the response (killed): %s"
+                            % leftover)
+        took = time.monotonic() - t0
+        if problems:
+            self.fail("graceful stop (%.1fs in all):\n  - %s" % (took, "\n  - ".join(problems)))
+
+    def test_graceful_shutdown_timeout_bounds_graceful_stop(self):
+        h = self._slow_server("GracefulShutdownTimeout 2\n")
+        s, rd = self._slow_download(h)
+        t0 = time.monotonic()
+        leftover = h.stop(signal.SIGWINCH, timeout=15)
+        took = time.monotonic() - t0
+        self.assertEqual(leftover, [])
+        self.assertGreater(took, 1.5, "graceful stop did not wait for the in-flight request")
+        # 2 s, then httpd's usual reclaim escalation (SIGTERM ... SIGKILL at
+        # +9 s); the download alone would take 32 s.
+        self.assertLess(took, 14, "GracefulShutdownTimeout 2 not honoured: %.1fs" % took)
+
+
+class Maintenance(HttpdTestCase):
+    def test_max_connections_per_child_recycles_children(self):
+        limit = 150
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=8, threads=10,
+                                      max_workers=80, min_spare=10, max_spare=80,
+                                      extra="MaxConnectionsPerChild %d" % limit),
+                       files={"index.html": "m\n"}, access_log=True)
+        first = h.wait_children(2)
+        res = run_ab(h.url("/index.html"), 900, 4)
+        self.assertEqual(res.failures, 0, res)
+        counts = pid_counts(h.access_log, "/index.html")
+        self.assertGreaterEqual(len(counts), 900 // (limit + 10),
+                                "children were not recycled: %s" % counts)
+        for pid, c in counts.items():
+            self.assertLessEqual(c, limit + 10, "child %d served %d connections" % (pid, c))
+        self.wait_gone(first, 5, "first children")
+        self.wait_until(lambda: len(h.children()) >= 2, 5, "replacement children")
+
+    def test_min_spare_threads_spawns_children(self):
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=10, threads=10,
+                                      max_workers=100, min_spare=60, max_spare=100))
+        self.wait_until(lambda: len(h.children()) >= 6, 10,
+                        "MinSpareThreads 60 / ThreadsPerChild 10 to give >= 6 children")
+        self.wait_until(lambda: len(h.children()) <= 10, 1, "at most ServerLimit children")
+
+    def test_max_spare_threads_reaps_children(self):
+        buckets = 2
+        h = self.httpd(mpm_directives(buckets=buckets, start=6, server_limit=8, threads=10,
+                                      max_workers=80, min_spare=10, max_spare=30),
+                       files={"index.html": "r\n"})
+        self.wait_until(lambda: len(h.children()) <= 3, 15,
+                        "MaxSpareThreads 30 to reap idle children down to <= 3; have %s"
+                        % h.children())
+        kids = h.children()
+        self.assertGreaterEqual(len(kids), buckets if IS_REUSEPORT else 1)
+        if IS_REUSEPORT:
+            for l in listeners(h.port):
+                self.assertTrue(set(l["pids"]) & set(kids),
+                                "a bucket lost all its children: %s, children %s"
+                                % (l["line"], kids))
+        res = run_ab(h.url("/index.html"), 200, 4)
+        self.assertEqual(res.failures, 0, res)
+
+
+class BucketChange(HttpdTestCase):
+    @reuseport_only
+    def test_graceful_restart_changes_bucket_count(self):
+        def conf(b):
+            return mpm_directives(buckets=b, start=b, server_limit=8, threads=10,
+                                  max_workers=80, min_spare=10, max_spare=80)
+        h = self.httpd(conf(2), files={"index.html": "b\n"})
+        h.wait_children(2)
+        problems = []
+        for b in (3, 1, 2):
+            h.directives = conf(b)
+            h.write_config()
+            h.graceful()
+            self.wait_until(lambda: len(h.children()) == b, 10, "%d children" % b)
+            deadline = time.monotonic() + 3
+            while len(listeners(h.port)) != b and time.monotonic() < deadline:
+                time.sleep(0.05)
+            socks = listeners(h.port)
+            if len(socks) != b:
+                problems.append("ReusePortBuckets %d: %d listening sockets after the graceful "
+                                "restart (held by %s)" % (b, len(socks), [l["pids"] for l in socks]))
+            results, _ = parallel_gets(h.host, h.port, 30, "/index.html", timeout=3)
+            bad = [r[1] for r in results if not r[0]]
+            if bad:
+                problems.append("ReusePortBuckets %d: %d of 30 new connections failed: %s"
+                                % (b, len(bad), sorted(set(bad))))
+        if problems:
+            self.fail("changing the bucket count by graceful restart:\n  - "
+                      + "\n  - ".join(problems))
+
+
+if __name__ == "__main__":
+    unittest.main()

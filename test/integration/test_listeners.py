@@ -1,0 +1,169 @@
+"""Listener buckets: one SO_REUSEPORT socket per bucket and Listen address,
+children bound to one bucket each, the ReusePort off fallback, IPv4+IPv6."""
+import os
+import re
+import signal
+import unittest
+
+import privhttpd
+from common import (HttpdTestCase, IS_REUSEPORT, NCPU, ipv6_loopback, listeners,
+                    mpm_directives, parallel_gets, pid_counts, reuseport_only, run_ab,
+                    ss_lines)
+
+
+def bucket_log_lines(log, n):
+    """Error-log lines of the MPM that say it uses n buckets."""
+    out = []
+    for line in log.splitlines():
+        if not re.search(r"mpm_reuseport:|AH\d{5}", line):
+            continue
+        if re.search(r"bucket", line, re.I) and re.search(r"\b%d\b" % n, line):
+            out.append(line)
+    return out
+
+
+def holders(h, port):
+    """{listener inode: sorted child PIDs holding it} (parent excluded), and
+    {child PID: [inodes]}."""
+    kids = set(h.children())
+    by_sock, by_child = {}, {}
+    for l in listeners(port):
+        by_sock[l["inode"]] = sorted(p for p in l["pids"] if p in kids)
+        for p in l["pids"]:
+            if p in kids:
+                by_child.setdefault(p, []).append(l["inode"])
+    return by_sock, by_child
+
+
+class Buckets(HttpdTestCase):
+    @reuseport_only
+    def test_one_socket_per_bucket_and_log_line(self):
+        h = self.httpd(mpm_directives(buckets=4, start=4, server_limit=8, threads=10,
+                                      max_workers=80, min_spare=10, max_spare=80)
+                       + "LogLevel info\n")
+        lines = ss_lines(h.port)
+        self.assertEqual(len(lines), 4, "ss -Hltn sport = :%d:\n%s" % (h.port, "\n".join(lines)))
+        for line in lines:
+            self.assertIn("127.0.0.1:%d" % h.port, line)
+        self.wait_until(lambda: bucket_log_lines(h.log(), 4), 5,
+                        "an mpm_reuseport log line saying 4 buckets are used")
+        self.assertNotIn("ReusePort off", h.log())
+
+    @reuseport_only
+    def test_default_buckets_is_online_cpus(self):
+        limit = max(16, 2 * NCPU)
+        h = self.httpd(mpm_directives(threads=25, server_limit=limit, max_workers=25 * limit,
+                                      min_spare=25, max_spare=25 * limit)
+                       + "LogLevel info\n")
+        self.assertEqual(len(ss_lines(h.port)), NCPU,
+                         "ReusePortBuckets auto must give one socket per online CPU (%d)" % NCPU)
+        # StartServers defaults to the bucket count.
+        h.wait_children(NCPU)
+        self.wait_workers(h, 25 * NCPU)
+        self.wait_until(lambda: bucket_log_lines(h.log(), NCPU), 5,
+                        "a log line saying %d buckets are used" % NCPU)
+        by_sock, by_child = holders(h, h.port)
+        self.assertEqual(sorted(len(v) for v in by_sock.values()), [1] * NCPU,
+                         "each bucket socket must be served by one child: %s" % by_sock)
+
+    @reuseport_only
+    def test_children_spread_evenly_over_buckets(self):
+        # start None: StartServers defaults to the bucket count.
+        for buckets, start in ((2, 4), (3, 5), (3, None)):
+            with self.subTest(buckets=buckets, start=start):
+                h = self.httpd(mpm_directives(buckets=buckets, start=start, server_limit=8,
+                                              threads=10, max_workers=80, min_spare=10,
+                                              max_spare=80))
+                kids = h.wait_children(start or buckets)
+                by_sock, by_child = holders(h, h.port)
+                self.assertEqual(len(by_sock), buckets)
+                self.assertEqual(sorted(by_child), kids,
+                                 "every child must hold a listener: %s" % by_child)
+                for pid, socks in by_child.items():
+                    self.assertEqual(len(socks), 1, "child %d holds listeners of %d buckets "
+                                     "(each child serves exactly one bucket): %s"
+                                     % (pid, len(socks), by_sock))
+                sizes = sorted(len(v) for v in by_sock.values())
+                self.assertLessEqual(sizes[-1] - sizes[0], 1,
+                                     "children per bucket not even: %s" % by_sock)
+                self.assertGreaterEqual(sizes[0], 1, by_sock)
+                h.stop()
+
+    @reuseport_only
+    def test_stopped_child_holds_up_only_its_bucket(self):
+        """With one child per bucket, SIGSTOP one child: new connections that
+        the kernel hashes to its bucket wait, the others are served."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40),
+                       files={"index.html": "x"})
+        kids = h.wait_children(2)
+        self.wait_workers(h, 20)
+        os.kill(kids[0], signal.SIGSTOP)
+        try:
+            results, _ = parallel_gets(h.host, h.port, 24, "/index.html", timeout=2)
+        finally:
+            os.kill(kids[0], signal.SIGCONT)
+        ok = sum(1 for r in results if r[0])
+        self.assertGreater(ok, 0, "no connection served while one of two children was "
+                           "stopped: %s" % results)
+        self.assertLess(ok, 24, "all connections were served although the only child of "
+                        "one bucket was stopped: children are not bound to buckets")
+        # And it recovers: everything is served again.
+        results, _ = parallel_gets(h.host, h.port, 24, "/index.html", timeout=5)
+        self.assertTrue(all(r[0] for r in results), results)
+
+
+
+class Fallback(HttpdTestCase):
+    def test_reuseport_off_single_listener_serves_over_children(self):
+        h = self.httpd(mpm_directives(reuseport=False, buckets=4, start=3, server_limit=8,
+                                      threads=25, max_workers=200, min_spare=25,
+                                      max_spare=200) + "LogLevel info\n",
+                       files={"index.html": b"y" * 100}, access_log=True)
+        lines = ss_lines(h.port)
+        self.assertEqual(len(lines), 1, "ReusePort off must leave one listener:\n%s"
+                         % "\n".join(lines))
+        kids = h.wait_children(3)
+        self.wait_workers(h, 75)
+        res = run_ab(h.url("/index.html"), 3000, 30)
+        self.assertEqual(res.failures, 0, res)
+        counts = pid_counts(h.access_log, "/index.html")
+        self.assertEqual(sum(counts.values()), 3000)
+        self.assertTrue(set(counts) <= set(kids), (counts, kids))
+        self.assertGreater(len(counts), 1, "all requests served by one child: %s" % counts)
+        if IS_REUSEPORT:
+            self.assertEqual(h.log().count("ReusePort off"), 1,
+                             "expected one 'ReusePort off' log line:\n" + h.log_tail())
+
+
+class DualStack(HttpdTestCase):
+    def test_ipv4_and_ipv6_each_get_bucket_sockets(self):
+        if not ipv6_loopback():
+            self.skipTest("::1 is not configured on lo")
+        port = privhttpd.free_port("127.0.0.1", "::1")
+        buckets = 2
+        h = self.httpd(mpm_directives(buckets=buckets, start=buckets, server_limit=4,
+                                      threads=10, max_workers=40, min_spare=10, max_spare=40),
+                       port=port, listen=["127.0.0.1:%d" % port, "[::1]:%d" % port],
+                       files={"index.html": "dual\n"})
+        want = buckets if IS_REUSEPORT else 1
+        socks = listeners(port)
+        v4 = [s for s in socks if s["addr"] == "127.0.0.1:%d" % port]
+        v6 = [s for s in socks if s["addr"] == "[::1]:%d" % port]
+        self.assertEqual((len(v4), len(v6)), (want, want),
+                         "\n".join(s["line"] for s in socks))
+        kids = h.wait_children(buckets)
+        if IS_REUSEPORT:
+            # Each child holds its bucket's socket of both addresses.
+            by_sock, by_child = holders(h, port)
+            for pid in kids:
+                self.assertEqual(len(by_child.get(pid, [])), 2,
+                                 "child %d listeners: %s" % (pid, by_child))
+        for url in ("http://127.0.0.1:%d/index.html" % port,
+                    "http://[::1]:%d/index.html" % port):
+            res = run_ab(url, 400, 8)
+            self.assertEqual(res.failures, 0, "%s: %s" % (url, res))
+
+
+if __name__ == "__main__":
+    unittest.main()

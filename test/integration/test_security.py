@@ -1,0 +1,54 @@
+"""Privileges and descriptor hygiene: children run as www-data, the parent
+as root; no listening socket or other server descriptor leaks into CGIs."""
+import os
+import re
+import unittest
+
+from common import (CGI_FDS, HttpdTestCase, curl, mpm_directives, proc_ids,
+                    www_data_ids)
+
+
+def proc_groups(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Groups:"):
+                return sorted(int(g) for g in line.split()[1:])
+    return []
+
+
+class Privileges(HttpdTestCase):
+    @unittest.skipUnless(os.geteuid() == 0, "needs root (children switch to www-data)")
+    def test_children_run_as_www_data_parent_as_root(self):
+        h = self.httpd(mpm_directives(buckets=2, start=3, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40))
+        kids = h.wait_children(3)
+        self.wait_workers(h, 30)  # children drop privileges before starting threads
+        uid, gid = www_data_ids()
+        self.assertEqual(proc_ids(h.pid), (0, 0), "parent must stay root")
+        for pid in kids:
+            self.assertEqual(proc_ids(pid), (uid, gid), "child %d ids" % pid)
+            self.assertIn(proc_groups(pid), ([], [gid]),
+                          "child %d supplementary groups" % pid)
+
+
+class DescriptorLeaks(HttpdTestCase):
+    def test_cgi_gets_no_server_descriptors(self):
+        # Several buckets and two logs: plenty of descriptors that could leak.
+        h = self.httpd(mpm_directives(buckets=4, start=4, server_limit=8, threads=10,
+                                      max_workers=80, min_spare=10, max_spare=80),
+                       cgi={"fds.py": CGI_FDS}, access_log=True)
+        uid, gid = www_data_ids()
+        for attempt in range(8):  # new connections: reach several children/buckets
+            p = curl("-H", "Connection: close", h.url("/cgi-bin/fds.py"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            text = p.stdout.decode()
+            self.assertIn("uid=%d gid=%d" % (uid, gid), text, "CGI must run as www-data")
+            fds = {int(m.group(1)): m.group(2)
+                   for m in re.finditer(r"^fd (\d+) (.*)$", text, re.M)}
+            self.assertTrue({0, 1, 2} <= set(fds), text)
+            extra = {fd: t for fd, t in fds.items() if fd not in (0, 1, 2)}
+            self.assertEqual(extra, {}, "descriptors leaked into the CGI: %s" % extra)
+
+
+if __name__ == "__main__":
+    unittest.main()
