@@ -33,12 +33,16 @@ RP_SRCS := $(wildcard mpm_reuseport/*.c)
 RP_OBJS := $(RP_SRCS:%.c=$(OBJ)/%.o)
 RP_SO   := $(OUT)/mod_mpm_reuseport.so
 
+FHC_SRCS := $(wildcard mod_fhcache/*.c)
+FHC_OBJS := $(FHC_SRCS:%.c=$(OBJ)/%.o)
+FHC_SO   := $(OUT)/mod_fhcache.so
+
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit integration regress deps demo demo-stop install \
         uninstall bench clean FORCE
 
-all: $(RP_SO)
+all: $(RP_SO) $(FHC_SO)
 
 # The .so is rebuilt when the variant (plain/sanitized) changes.
 $(OUT)/.variant: FORCE
@@ -52,19 +56,25 @@ $(OBJ)/%.o: %.c
 $(RP_SO): $(RP_OBJS) $(OUT)/.variant
 	$(CC) -shared -pthread $(SANFLAGS) -o $@ $(RP_OBJS)
 
+$(FHC_SO): $(FHC_OBJS) $(OUT)/.variant
+	$(CC) -shared -pthread $(SANFLAGS) -o $@ $(FHC_OBJS)
+
 # Unit tests (Check) for the platform-neutral pieces.
 $(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
 $(OBJ)/test/check_queue: test/unit/check_queue.c $(OBJ)/mpm_reuseport/rp_queue.o
+$(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
+    $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
 $(OBJ)/test/%:
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -o $@ $^ \
+	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -Imod_fhcache \
+	    -o $@ $^ \
 	    $$(pkg-config --cflags --libs check)
 
 unit: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh
+	@build/deps.sh base test regress fhcache
 
 integration: all
 	python3 test/run_integration.py
@@ -90,9 +100,10 @@ uninstall:
 	build/install.sh --uninstall "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
 
 bench: all
+	@build/deps.sh base bench
 	python3 bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT)
 
--include $(RP_OBJS:.o=.d)
+-include $(RP_OBJS:.o=.d) $(FHC_OBJS:.o=.d)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need: build/packages/*.txt,
-# one name per line.  As root on Debian/Ubuntu it installs what is missing
-# (idempotent); otherwise it names what is missing and fails.
+# Installs the Debian packages a task needs: build/packages/GROUP.txt, one
+# name per line, for each GROUP given (default: all).  As root on
+# Debian/Ubuntu it installs what is missing (idempotent); otherwise it names
+# what is missing and fails.
 set -euo pipefail
 cd "$(dirname "$0")/packages"
 
-wanted=$(cat ./*.txt | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+lists=()
+for g in "${@:-*}"; do lists+=($g.txt); done
+wanted=$(cat "${lists[@]}" | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for p in $wanted; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

@@ -1,0 +1,148 @@
+/* Per-child state: the cache, its lock, and the thread that receives
+ * change notifications and turns them into invalidations. */
+#include "fhc_module.h"
+
+#include "http_log.h"
+#include "apr_strings.h"
+
+#include <signal.h>
+#include <pthread.h>
+
+APLOG_USE_MODULE(fhcache);
+
+fhc_child *fhc_the_child;
+
+void fhc_lock(fhc_child *ch)
+{
+    apr_thread_mutex_lock(ch->lock);
+}
+
+void fhc_unlock(fhc_child *ch)
+{
+    apr_thread_mutex_unlock(ch->lock);
+}
+
+/* Runs in the watcher thread. */
+static void on_event(void *ctx, long id, const char *name, unsigned flags)
+{
+    fhc_child *ch = ctx;
+
+    fhc_lock(ch);
+    if (flags & FHC_EV_TICK) {
+        fhc_cache_expire(ch->cache, apr_time_now());
+    }
+    else {
+        ch->events++;
+        fhc_watchset_route(ch->ws, ch->cache, id, name, flags);
+    }
+    fhc_unlock(ch);
+    if ((flags & FHC_EV_OVERFLOW) && id == -1 && !name) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ch->s,
+                     "mod_fhcache: change notifications overflowed; "
+                     "dropped every cached file");
+    }
+}
+
+static void *APR_THREAD_FUNC watcher_main(apr_thread_t *t, void *data)
+{
+    fhc_child *ch = data;
+    ch->be->run(ch->watcher);
+    return NULL;
+}
+
+/* Child exit: stop and join the watcher.  The cache itself is left to the
+ * process exit: responses still being written may hold entries until
+ * their connection pools go, which can be after pchild. */
+static apr_status_t stop_watcher(void *data)
+{
+    fhc_child *ch = data;
+    apr_status_t rv;
+
+    if (ch->thread) {
+        ch->be->stop(ch->watcher);
+        apr_thread_join(&rv, ch->thread);
+        ch->thread = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+/* The watcher must never take a signal meant for the MPM (prefork's
+ * handlers exit the child from whichever thread runs them), so it starts
+ * with every signal blocked. */
+static apr_status_t start_thread(fhc_child *ch, apr_pool_t *pchild)
+{
+    sigset_t all, old;
+    apr_status_t rv;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rv = apr_thread_create(&ch->thread, NULL, watcher_main, ch, pchild);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rv;
+}
+
+static void start_notification(fhc_child *ch, apr_pool_t *pchild)
+{
+    int err = ENOSYS;
+
+    if (!ch->conf->notify) {
+        ch->fallback_all = 1;
+        return;
+    }
+#ifdef __linux__
+    ch->be = &fhc_watch_inotify;
+    err = ch->be->open(&ch->watcher, on_event, ch);
+#endif
+    if (err == 0) {
+        ch->ws = fhc_watchset_create(ch->be, ch->watcher,
+                                     (unsigned)ch->conf->max_watches);
+        if (ch->ws && start_thread(ch, pchild) == APR_SUCCESS) {
+            apr_pool_cleanup_register(pchild, ch, stop_watcher,
+                                      apr_pool_cleanup_null);
+            return;
+        }
+        fhc_watchset_destroy(ch->ws);
+        ch->ws = NULL;
+        ch->be->close(ch->watcher);
+        ch->watcher = NULL;
+        err = ENOMEM;
+    }
+    ch->fallback_all = 1;
+    ap_log_error(APLOG_MARK, APLOG_WARNING, err, ch->s,
+                 "mod_fhcache: change notification unavailable; cached files "
+                 "are revalidated by stat every %d s instead. Check "
+                 "fs.inotify.max_user_instances (sysctl)",
+                 ch->conf->revalidate_secs);
+}
+
+void fhc_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    fhc_server_conf *conf = ap_get_module_config(s->module_config,
+                                                 &fhcache_module);
+    apr_pool_t *p;
+    fhc_child *ch;
+    fhc_limits lim;
+
+    if (!fhc_any_enabled) {
+        return;
+    }
+    /* Never destroyed: entries may be unpinned by buckets destroyed after
+     * pchild (see stop_watcher). */
+    if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+        return;
+    }
+    ch = apr_pcalloc(p, sizeof(*ch));
+    ch->s = s;
+    ch->conf = conf;
+    ch->max_fds = fhc_conf_max_fds(conf);
+    fhc_conf_limits(conf, ch->max_fds, &lim);
+    if (apr_thread_mutex_create(&ch->lock, APR_THREAD_MUTEX_DEFAULT, p)
+        != APR_SUCCESS
+        || !(ch->cache = fhc_cache_create(&lim, fhc_payload_release, ch))) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "mod_fhcache: cannot "
+                     "create the cache (out of memory?); serving uncached");
+        return;
+    }
+    start_notification(ch, pchild);
+    fhc_the_child = ch;
+}

@@ -1,0 +1,104 @@
+/* Shared declarations of the httpd side of mod_fhcache: configuration,
+ * per-child state and the hooks implemented in the fhc_*.c files. */
+#ifndef FHC_MODULE_H
+#define FHC_MODULE_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "apr_thread_mutex.h"
+#include "apr_thread_proc.h"
+
+#include "fhc_cache.h"
+#include "fhc_watchset.h"
+
+extern module AP_MODULE_DECLARE_DATA fhcache_module;
+
+#define FHC_UNSET (-1)
+
+/* Server-wide settings (main server only: the cache is per child). */
+typedef struct fhc_server_conf {
+    int max_entries;
+    int max_fds;            /* FHC_UNSET: derived from RLIMIT_NOFILE */
+    int idle_secs;
+    int min_uses;
+    apr_off_t mem_file_max; /* bodies up to this size are kept in memory */
+    apr_off_t mem_total;
+    int revalidate_secs;    /* stat revalidation interval (fallback mode) */
+    int notify;             /* 1: change notification when possible; 0: poll */
+    int max_watches;
+} fhc_server_conf;
+
+/* Per <Directory>/<Location>/server: FHCache on|off. */
+typedef struct fhc_dir_conf {
+    int enabled;            /* FHC_UNSET, 0, 1 */
+} fhc_dir_conf;
+
+/* What one cache entry holds (the core's opaque payload). */
+typedef struct fhc_payload {
+    apr_finfo_t finfo;      /* from fstat of fd; fname = path */
+    int fd;                 /* -1 for in-memory entries */
+    char *body;             /* in-memory copy, or NULL */
+    int watched;            /* holds fhc_watchset uses for path */
+    int poll;               /* revalidate by stat (no notification) */
+    apr_time_t checked;     /* last stat revalidation */
+    char path[1];
+} fhc_payload;
+
+/* Per-child state. */
+typedef struct fhc_child {
+    apr_thread_mutex_t *lock;    /* serializes cache + watchset */
+    fhc_cache *cache;
+    fhc_watchset *ws;            /* NULL: no notification (poll mode) */
+    const fhc_watch_backend *be;
+    fhc_watcher *watcher;
+    apr_thread_t *thread;
+    server_rec *s;
+    const fhc_server_conf *conf;
+    unsigned max_fds;
+    uint64_t events;             /* notifications received */
+    unsigned polled;             /* live entries in poll mode */
+    int fallback_all;            /* every entry is polled */
+    int logged_emfile, logged_watch_limit, logged_fs, logged_thread;
+} fhc_child;
+
+/* The child's cache; NULL in the parent or when the cache is off. */
+extern fhc_child *fhc_the_child;
+/* Some scope says FHCache on (set while reading the configuration). */
+extern int fhc_any_enabled;
+
+/* fhc_child.c */
+void fhc_child_init(apr_pool_t *pchild, server_rec *s);
+void fhc_lock(fhc_child *ch);
+void fhc_unlock(fhc_child *ch);
+
+/* fhc_serve.c */
+apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
+                              apr_int32_t wanted);
+int fhc_handler(request_rec *r);
+
+/* fhc_fill.c */
+fhc_entry *fhc_fill(fhc_child *ch, request_rec *r);
+void fhc_payload_release(void *payload, void *ctx);
+
+/* fhc_bucket.c */
+apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
+                              apr_size_t len, apr_bucket_alloc_t *list);
+
+/* fhc_status.c */
+int fhc_status_hook(request_rec *r, int flags);
+
+/* fhc_config.c */
+extern const command_rec fhc_cmds[];
+void *fhc_create_server_conf(apr_pool_t *p, server_rec *s);
+void *fhc_create_dir_conf(apr_pool_t *p, char *dir);
+void *fhc_merge_dir_conf(apr_pool_t *p, void *base, void *add);
+int fhc_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp);
+int fhc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                    server_rec *s);
+/* Limits for the core from the resolved configuration. */
+void fhc_conf_limits(const fhc_server_conf *c, unsigned max_fds,
+                     fhc_limits *out);
+/* Descriptors the cache may hold: the directive, capped by RLIMIT_NOFILE. */
+unsigned fhc_conf_max_fds(const fhc_server_conf *c);
+
+#endif

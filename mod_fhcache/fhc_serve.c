@@ -1,0 +1,273 @@
+/* The request side: answer core's directory-walk stat from the cache (a hit
+ * skips stat, open and close), and serve the response exactly as core's
+ * default handler would, from the cached descriptor or in-memory body.
+ *
+ * Security is not ours to decide: the directory walk still runs (with its
+ * symlink Options checks, which lstat path components themselves when
+ * FollowSymLinks is off), access hooks still run, and an entry only exists
+ * for a file this child could open as its own user; changes to
+ * permissions or paths invalidate the entry before the next request. */
+#include "fhc_module.h"
+
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+
+APLOG_USE_MODULE(fhcache);
+
+#define SWEEP_USEC APR_USEC_PER_SEC
+
+/* The entry a request got from the cache, pinned until its pool goes (the
+ * pool of the request the default handler would have opened the file in). */
+typedef struct fhc_req {
+    fhc_child *ch;
+    fhc_entry *e;
+} fhc_req;
+
+static apr_status_t unpin_note(void *data)
+{
+    fhc_req *n = data;
+    if (n->e) {
+        fhc_lock(n->ch);
+        fhc_entry_unpin(n->ch->cache, n->e);
+        fhc_unlock(n->ch);
+        n->e = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+static fhc_req *note_of(request_rec *r, int create)
+{
+    fhc_req *n = ap_get_module_config(r->request_config, &fhcache_module);
+    if (!n && create) {
+        n = apr_pcalloc(r->pool, sizeof(*n));
+        n->ch = fhc_the_child;
+        ap_set_module_config(r->request_config, &fhcache_module, n);
+        apr_pool_cleanup_register(r->pool, n, unpin_note, apr_pool_cleanup_null);
+    }
+    return n;
+}
+
+static void attach(request_rec *r, fhc_entry *e)
+{
+    fhc_req *n = note_of(r, 1);
+    unpin_note(n);      /* a second walk of the same request */
+    n->e = e;
+}
+
+/* Would a fresh stat describe the same file as the cached one? */
+static int same_file(const apr_finfo_t *a, const apr_finfo_t *b)
+{
+    return a->filetype == b->filetype && a->device == b->device
+        && a->inode == b->inode && a->size == b->size
+        && a->mtime == b->mtime && a->ctime == b->ctime
+        && a->protection == b->protection && a->user == b->user
+        && a->group == b->group;
+}
+
+/* Fallback mode: a stat at most every FHCacheRevalidate seconds.  Returns
+ * 1 if the entry may be used; else *fresh holds the stat just made. */
+static int revalidate(fhc_child *ch, request_rec *r, fhc_payload *pl,
+                      apr_time_t now, apr_finfo_t *fresh, apr_status_t *rv)
+{
+    *rv = apr_stat(fresh, r->filename, APR_FINFO_MIN, r->pool);
+    if (*rv == APR_SUCCESS && same_file(fresh, &pl->finfo)) {
+        fhc_lock(ch);
+        pl->checked = now;
+        fhc_unlock(ch);
+        return 1;
+    }
+    return 0;
+}
+
+apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
+                              apr_int32_t wanted)
+{
+    fhc_child *ch = fhc_the_child;
+    fhc_entry *e;
+    fhc_payload *pl;
+    apr_time_t now;
+    int check = 0;
+
+    /* Only the walk's first, symlink-following stat of the whole path. */
+    if (!ch || finfo != &r->finfo || (wanted & APR_FINFO_LINK)
+        || !r->filename || r->filename[0] != '/') {
+        return AP_DECLINED;
+    }
+    now = apr_time_now();
+    fhc_lock(ch);
+    e = fhc_cache_lookup(ch->cache, r->filename, now);
+    if (e) {
+        pl = fhc_entry_payload(e);
+        check = pl->poll
+            && now - pl->checked >= apr_time_from_sec(ch->conf->revalidate_secs);
+    }
+    if (!ch->ws) {
+        /* No watcher thread ticking: expire from here. */
+        fhc_cache_expire(ch->cache, now);
+    }
+    fhc_unlock(ch);
+    if (!e) {
+        return AP_DECLINED;
+    }
+    if (check) {
+        apr_finfo_t fresh;
+        apr_status_t rv;
+        if (!revalidate(ch, r, pl, now, &fresh, &rv)) {
+            fhc_lock(ch);
+            if (fhc_entry_live(e)) {
+                fhc_cache_invalidate(ch->cache, r->filename);
+            }
+            fhc_entry_unpin(ch->cache, e);
+            fhc_unlock(ch);
+            *finfo = fresh;
+            return rv;
+        }
+    }
+    *finfo = pl->finfo;
+    finfo->fname = r->filename;     /* as apr_stat() would */
+    attach(r, e);
+    return APR_SUCCESS;
+}
+
+/* Configurations whose response core computes by reading the file through
+ * the descriptor (FileETag Digest, ContentDigest): left to core, as a
+ * shared descriptor's file offset must never be used. */
+static int core_reads_file(const core_dir_config *d)
+{
+    etag_components_t bits = (d->etag_bits & ~d->etag_remove) | d->etag_add;
+    /* core.c's private AP_CONTENT_MD5_ON is 1. */
+    return d->content_md5 == 1 || (bits & ETAG_DIGEST);
+}
+
+/* The request's entry if it still describes r->filename as walked. */
+static fhc_entry *usable_entry(request_rec *r)
+{
+    fhc_req *n = note_of(r, 0);
+    fhc_payload *pl;
+
+    if (!n || !n->e) {
+        return NULL;
+    }
+    pl = fhc_entry_payload(n->e);
+    if (strcmp(pl->path, r->filename) != 0
+        || !same_file(&pl->finfo, &r->finfo)) {
+        return NULL;
+    }
+    return n->e;
+}
+
+/* The body as buckets, or NULL if this request must be left to core. */
+static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
+                               const core_dir_config *d, apr_bucket_brigade *bb)
+{
+    fhc_payload *pl = fhc_entry_payload(e);
+    apr_file_t *f;
+    apr_int32_t flags = APR_FOPEN_READ | APR_FOPEN_BINARY
+                        | AP_SENDFILE_ENABLED(d->enable_sendfile);
+    apr_bucket *b;
+
+    if (pl->body) {
+        b = fhc_bucket_create(ch, e, pl->body, (apr_size_t)pl->finfo.size,
+                              r->connection->bucket_alloc);
+        APR_BRIGADE_INSERT_TAIL(bb, b);
+        return b;
+    }
+    if (d->enable_mmap == ENABLE_MMAP_OFF) {
+        /* Without mmap, APR reads file buckets with seek + read on the
+         * descriptor: give this request its own open file description of
+         * the same inode (not the path: it may point elsewhere by now). */
+        const char *self = apr_psprintf(r->pool, "/proc/self/fd/%d", pl->fd);
+        if (apr_file_open(&f, self, flags, 0, r->pool) != APR_SUCCESS) {
+            return NULL;
+        }
+    }
+    else {
+        /* sendfile and mmap take explicit offsets: sharing is safe.  The
+         * wrapper never closes the descriptor (APR_FOPEN_NOCLEANUP). */
+        int fd = pl->fd;
+        if (apr_os_file_put(&f, &fd, flags, r->pool) != APR_SUCCESS) {
+            return NULL;
+        }
+    }
+    b = apr_brigade_insert_file(bb, f, 0, pl->finfo.size, r->pool);
+    if (d->enable_mmap == ENABLE_MMAP_OFF) {
+        (void)apr_bucket_file_enable_mmap(b, 0);
+    }
+    if (d->read_buf_size) {
+        apr_bucket_file_set_buf_size(b, d->read_buf_size);
+    }
+    return b;
+}
+
+/* What core's default handler does after opening the file, with our
+ * descriptor (or body) instead of its own. */
+static int send_entry(fhc_child *ch, request_rec *r, fhc_entry *e,
+                      const core_dir_config *d)
+{
+    conn_rec *c = r->connection;
+    apr_bucket_brigade *bb = apr_brigade_create(r->pool, c->bucket_alloc);
+    apr_bucket *eos;
+    apr_status_t status;
+    int errstatus;
+
+    ap_update_mtime(r, r->finfo.mtime);
+    ap_set_last_modified(r);
+    ap_set_etag(r);
+    ap_set_accept_ranges(r);
+    ap_set_content_length(r, r->finfo.size);
+    if ((errstatus = ap_meets_conditions(r)) != OK) {
+        r->status = errstatus;
+    }
+    else if (!body_bucket(ch, r, e, d, bb)) {
+        return DECLINED;    /* nothing sent yet: core serves it */
+    }
+    eos = apr_bucket_eos_create(c->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(bb, eos);
+    status = ap_pass_brigade(r->output_filters, bb);
+    apr_brigade_cleanup(bb);
+    if (status == APR_SUCCESS || r->status != HTTP_OK || c->aborted) {
+        return OK;
+    }
+    return AP_FILTER_ERROR;
+}
+
+/* Runs just before core's default handler, i.e. only when every other
+ * handler declined; declines whenever core would not simply send the file. */
+int fhc_handler(request_rec *r)
+{
+    fhc_child *ch = fhc_the_child;
+    const fhc_dir_conf *dc;
+    const core_dir_config *d;
+    fhc_entry *e;
+    int errstatus;
+
+    if (!ch || r->method_number != M_GET || r->finfo.filetype != APR_REG
+        || (r->path_info && *r->path_info)) {
+        return DECLINED;
+    }
+    dc = ap_get_module_config(r->per_dir_config, &fhcache_module);
+    d = ap_get_core_module_config(r->per_dir_config);
+    if (dc->enabled != 1 || core_reads_file(d)) {
+        return DECLINED;
+    }
+    e = usable_entry(r);
+    if (!e) {
+        fhc_payload *pl;
+        if (!(e = fhc_fill(ch, r))) {
+            return DECLINED;
+        }
+        attach(r, e);
+        pl = fhc_entry_payload(e);
+        /* Headers and body must describe the descriptor we send. */
+        r->finfo = pl->finfo;
+        r->finfo.fname = r->filename;
+    }
+    ap_allow_standard_methods(r, MERGE_ALLOW, M_GET, M_OPTIONS, M_POST, -1);
+    if ((errstatus = ap_discard_request_body(r)) != OK) {
+        return errstatus;
+    }
+    return send_entry(ch, r, e, d);
+}

@@ -1,0 +1,332 @@
+"""mod_fhcache: hits skip open/stat, invalidation on every change kind,
+responses identical with the cache on and off, permissions still decide.
+
+The cache is per child, so these tests run one child (stock event MPM
+unless MPMNG_TEST_MPM names another) and read its counters from
+server-status?auto."""
+import os
+import shutil
+import subprocess
+import time
+import unittest
+
+from common import HttpdTestCase, http_get, connect, request_bytes, \
+    ResponseReader, OUT
+
+SO = os.path.join(OUT, "mod_fhcache.so")
+MPM = os.environ.get("MPMNG_FHCACHE_MPM", "event")
+ONE_CHILD = {
+    "event": "StartServers 1\nServerLimit 1\nThreadsPerChild 8\n"
+             "MaxRequestWorkers 8\nMinSpareThreads 1\nMaxSpareThreads 8\n",
+    "worker": "StartServers 1\nServerLimit 1\nThreadsPerChild 8\n"
+              "MaxRequestWorkers 8\nMinSpareThreads 1\nMaxSpareThreads 8\n",
+    "prefork": "StartServers 1\nMinSpareServers 1\nMaxSpareServers 1\n"
+               "ServerLimit 1\nMaxRequestWorkers 1\n",
+    "reuseport": "StartServers 1\nServerLimit 1\nThreadsPerChild 8\n"
+                 "MaxRequestWorkers 8\n",
+}[MPM]
+# Time for a change to be reported and applied (inotify is ~immediate).
+NOTIFY_WAIT = 0.2
+
+
+def fh_directives(extra="", enable="FHCache On\n"):
+    return ("LoadModule fhcache_module %s\n" % SO) + ONE_CHILD + enable + extra
+
+
+@unittest.skipUnless(os.path.exists(SO), "out/mod_fhcache.so not built")
+class FHCacheTest(HttpdTestCase):
+
+    def start(self, extra="", enable="FHCache On\n", files=None, **kw):
+        h = self.httpd(fh_directives(extra, enable), mpm=MPM, files=files, **kw)
+        self.wait_until(lambda: len(h.children()) == 1, 10, "one child")
+        return h
+
+    def get(self, h, path, headers=(), method="GET"):
+        return http_get(h.host, h.port, path, method=method, headers=headers)
+
+    def stats(self, h):
+        st = h.status()
+        return {k[len("FHCache"):]: v for k, v in st.items() if k.startswith("FHCache")}
+
+    def hits(self, h):
+        return int(self.stats(h)["Hits"])
+
+    # ---- basics -----------------------------------------------------------
+    def test_hit_after_first_request(self):
+        h = self.start(files={"a.html": "hello\n"})
+        self.assertEqual(self.get(h, "/a.html").body, b"hello\n")
+        before = self.hits(h)
+        for _ in range(5):
+            r = self.get(h, "/a.html")
+            self.assertEqual((r.status, r.body), (200, b"hello\n"))
+        self.assertGreaterEqual(self.hits(h) - before, 5)
+        st = self.stats(h)
+        self.assertEqual(st["Mode"], "inotify")
+        self.assertEqual(st["Entries"], "1")
+        self.assertGreater(int(st["Watches"]), 0)
+
+    def test_off_scope_not_served(self):
+        h = self.start(enable="<Directory /nowhere>\nFHCache On\n</Directory>\n",
+                       files={"a.html": "x"})
+        for _ in range(3):
+            self.assertEqual(self.get(h, "/a.html").body, b"x")
+        self.assertEqual(self.stats(h)["Entries"], "0")
+
+    # ---- identical responses ---------------------------------------------
+    def _responses(self, h, path, lm):
+        out = []
+        reqs = [("GET", ()), ("HEAD", ()),
+                ("GET", (("Range", "bytes=0-9"),)),
+                ("GET", (("Range", "bytes=5-9,20-29,-3"),)),
+                ("GET", (("If-Modified-Since", lm),)),
+                ("GET", (("If-None-Match", '"nope"'),)),
+                ("GET", (("Range", "bytes=99999-"),))]
+        for method, hdrs in reqs:
+            r = self.get(h, path, headers=hdrs, method=method)
+            heads = sorted((k, v) for k, v in r.headers.items() if k != "date")
+            if "multipart" in r.header("content-type", ""):
+                # The boundary is random per response: compare structure.
+                b = r.header("content-type").split("boundary=")[1]
+                body = r.body.replace(b.encode(), b"BOUNDARY")
+                # Its length varies too, and with it Content-Length.
+                heads = [(k, v.replace(b, "BOUNDARY")) for k, v in heads
+                         if k != "content-length"]
+            else:
+                body = r.body
+            out.append((method, hdrs, r.status, heads, body))
+        return out
+
+    def test_identical_sendfile_mmap_variants(self):
+        """Cache on vs off, same docroot, for EnableSendfile/EnableMMAP
+        combinations; small (memory) and large (descriptor) files."""
+        src = self.start(files={"small.txt": "0123456789" * 5,
+                                "big.bin": bytes(range(256)) * 400})
+        docroot = src.docroot
+        src.stop()
+        # httpd makes the ETag weak for files modified within the last
+        # second; keep timing out of the comparison.
+        for name in os.listdir(docroot):
+            os.utime(os.path.join(docroot, name), (time.time() - 100,) * 2)
+        for variant in ("EnableSendfile On\n", "EnableSendfile Off\n",
+                        "EnableMMAP Off\nEnableSendfile Off\n",
+                        "EnableMMAP Off\nEnableSendfile On\n"):
+            got = {}
+            for enable in ("FHCache On\n", "FHCache Off\n"):
+                h = self.start(enable=enable, extra=variant, docroot=docroot)
+                got[enable] = []
+                for name in ("small.txt", "big.bin"):
+                    lm = self.get(h, "/" + name).header("last-modified")
+                    got[enable] += self._responses(h, "/" + name, lm)
+                    got[enable] += self._responses(h, "/" + name, lm)
+                if enable == "FHCache On\n":
+                    self.assertGreater(self.hits(h), 20, variant)
+                h.stop()
+            self.assertEqual(got["FHCache On\n"], got["FHCache Off\n"], variant)
+
+    def test_identical_including_etag_same_docroot(self):
+        # One docroot, two servers one after the other: ETag/Last-Modified
+        # must match byte for byte too.
+        src = self.start(files={"f.css": "body{}\n" * 300, "t.txt": "t" * 40})
+        docroot = src.docroot
+        src.stop()
+        # httpd makes the ETag weak for files modified within the last
+        # second; keep timing out of the comparison.
+        for name in os.listdir(docroot):
+            os.utime(os.path.join(docroot, name), (time.time() - 100,) * 2)
+        got = {}
+        for enable in ("FHCache On\n", "FHCache Off\n"):
+            h = self.start(enable=enable, docroot=docroot)
+            got[enable] = []
+            for name in ("f.css", "t.txt"):
+                lm = self.get(h, "/" + name).header("last-modified")
+                got[enable] += self._responses(h, "/" + name, lm)
+                got[enable] += self._responses(h, "/" + name, lm)
+            h.stop()
+        self.assertEqual(got["FHCache On\n"], got["FHCache Off\n"])
+
+    # ---- syscalls -----------------------------------------------------------
+    @unittest.skipUnless(shutil.which("strace"), "strace not installed")
+    def test_hit_skips_open_and_stat(self):
+        h = self.start(files={"s.html": "x" * 500})
+        self.get(h, "/s.html")
+        child = h.children()[0]
+        log = os.path.join(h.dir, "strace.txt")
+        tr = subprocess.Popen(["strace", "-f", "-qq", "-e",
+                               "trace=openat,open,stat,newfstatat,statx,lstat,close",
+                               "-o", log, "-p", str(child)])
+        time.sleep(1.0)
+        s = connect(h.host, h.port)
+        reader = ResponseReader(s)
+        for _ in range(20):
+            s.sendall(request_bytes("GET", "/s.html"))
+            self.assertEqual(reader.read_response().body, b"x" * 500)
+        s.close()
+        time.sleep(0.3)
+        tr.terminate()
+        tr.wait(10)
+        with open(log) as f:
+            calls = [l for l in f if "s.html" in l]
+        self.assertEqual(calls, [], "file syscalls on hits:\n" + "".join(calls))
+
+    # ---- invalidation -------------------------------------------------------
+    def _warm(self, h, path, expect):
+        for _ in range(2):
+            self.assertEqual(self.get(h, path).body, expect)
+
+    def _after_change(self, h, path):
+        time.sleep(NOTIFY_WAIT)
+        return self.get(h, path)
+
+    def test_inplace_write_truncate_append(self):
+        h = self.start(files={"f.txt": "one\n"})
+        p = os.path.join(h.docroot, "f.txt")
+        self._warm(h, "/f.txt", b"one\n")
+        with open(p, "r+b") as f:
+            f.write(b"ONE\n")
+        self.assertEqual(self._after_change(h, "/f.txt").body, b"ONE\n")
+        with open(p, "ab") as f:
+            f.write(b"two\n")
+        self.assertEqual(self._after_change(h, "/f.txt").body, b"ONE\ntwo\n")
+        os.truncate(p, 2)
+        self.assertEqual(self._after_change(h, "/f.txt").body, b"ON")
+        self.assertGreaterEqual(int(self.stats(h)["Invalidations"]), 3)
+
+    def test_rename_over_and_delete(self):
+        h = self.start(files={"f.txt": "old\n"})
+        p = os.path.join(h.docroot, "f.txt")
+        self._warm(h, "/f.txt", b"old\n")
+        tmp = p + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(b"new!\n")
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, p)
+        self.assertEqual(self._after_change(h, "/f.txt").body, b"new!\n")
+        os.unlink(p)
+        self.assertEqual(self._after_change(h, "/f.txt").status, 404)
+
+    def test_chmod_000_not_served(self):
+        h = self.start(files={"secret.txt": "s\n"})
+        p = os.path.join(h.docroot, "secret.txt")
+        self._warm(h, "/secret.txt", b"s\n")
+        os.chmod(p, 0)
+        self.assertEqual(self._after_change(h, "/secret.txt").status, 403)
+        os.chmod(p, 0o644)
+        self.assertEqual(self._after_change(h, "/secret.txt").body, b"s\n")
+
+    def test_directory_rename_and_removal(self):
+        h = self.start(files={"d/e/f.txt": "deep\n"})
+        self._warm(h, "/d/e/f.txt", b"deep\n")
+        os.rename(os.path.join(h.docroot, "d"), os.path.join(h.docroot, "d2"))
+        self.assertEqual(self._after_change(h, "/d/e/f.txt").status, 404)
+        self.assertEqual(self.get(h, "/d2/e/f.txt").body, b"deep\n")
+        self._warm(h, "/d2/e/f.txt", b"deep\n")
+        shutil.rmtree(os.path.join(h.docroot, "d2"))
+        self.assertEqual(self._after_change(h, "/d2/e/f.txt").status, 404)
+
+    def test_parent_directory_chmod(self):
+        h = self.start(files={"p/q/f.txt": "x\n"})
+        self._warm(h, "/p/q/f.txt", b"x\n")
+        os.chmod(os.path.join(h.docroot, "p"), 0o700)   # www-data: no search
+        try:
+            self.assertEqual(self._after_change(h, "/p/q/f.txt").status, 403)
+        finally:
+            os.chmod(os.path.join(h.docroot, "p"), 0o755)
+
+    def test_symlink_retarget(self):
+        h = self.start(files={"v1/f.txt": "v1\n", "v2/f.txt": "v2\n"},
+                       extra="<Directory />\nOptions FollowSymLinks\n</Directory>\n")
+        cur = os.path.join(h.docroot, "cur")
+        os.symlink("v1", cur)
+        self._warm(h, "/cur/f.txt", b"v1\n")
+        tmp = cur + ".new"
+        os.symlink("v2", tmp)
+        os.rename(tmp, cur)      # atomic symlink swap
+        self.assertEqual(self._after_change(h, "/cur/f.txt").body, b"v2\n")
+
+    def test_forbidden_symlink_not_served(self):
+        # Options without FollowSymLinks: a path that becomes a symlink must
+        # be refused even though its target was cached.
+        h = self.start(files={"real/f.txt": "r\n"},
+                       extra="<Directory %s>\nOptions None\n</Directory>\n"
+                       % "/tmp")
+        self.assertEqual(self.get(h, "/real/f.txt").body, b"r\n")
+        self._warm(h, "/real/f.txt", b"r\n")
+        os.symlink("real", os.path.join(h.docroot, "link"))
+        self.assertEqual(self.get(h, "/link/f.txt").status, 403)
+        self.assertEqual(self.get(h, "/link/f.txt").status, 403)
+
+    def test_atomic_deploy_under_load(self):
+        """Writer renames new versions over the file while clients fetch it:
+        no response mixes versions, and none is stale once the rename
+        returned plus the notification delay."""
+        import threading
+        size = 64 * 1024      # descriptor-served
+        h = self.start(files={"app.js": b"A" * size})
+        p = os.path.join(h.docroot, "app.js")
+        self._warm(h, "/app.js", b"A" * size)
+        stop = time.monotonic() + 4
+        errors, stale, samples = [], [], []
+        current = {"v": b"A", "at": time.monotonic()}
+
+        def reader():
+            while time.monotonic() < stop:
+                # Fresh request per connection (keep-alive ends after
+                # MaxKeepAliveRequests anyway).
+                t0 = time.monotonic()
+                r = self.get(h, "/app.js")
+                samples.append(r.status)
+                v, at = current["v"], current["at"]
+                if len(set(r.body)) != 1 or len(r.body) != size:
+                    errors.append(r.body[:20])
+                elif bytes([r.body[0]]) != v and t0 - at > NOTIFY_WAIT:
+                    stale.append((bytes([r.body[0]]), v, t0 - at))
+
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for t in threads:
+            t.start()
+        n = 0
+        while time.monotonic() < stop - 0.5:
+            n += 1
+            v = bytes([ord("A") + n % 26])
+            tmp = p + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(v * size)
+            os.chmod(tmp, 0o644)
+            os.rename(tmp, p)
+            current["v"], current["at"] = v, time.monotonic()
+            time.sleep(0.05)
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errors, [], "mixed or short bodies")
+        self.assertEqual(stale, [], "stale after rename + %.1fs" % NOTIFY_WAIT)
+        self.assertGreater(n, 20)
+        self.assertGreater(len(samples), 200)
+        self.assertEqual(set(samples), {200})
+
+    def test_poll_mode_revalidates(self):
+        h = self.start(extra="FHCacheNotify poll\nFHCacheRevalidate 1\n",
+                       files={"f.txt": "a\n"})
+        self._warm(h, "/f.txt", b"a\n")
+        self.assertEqual(self.stats(h)["Mode"], "poll")
+        p = os.path.join(h.docroot, "f.txt")
+        with open(p, "wb") as f:
+            f.write(b"bb\n")
+        time.sleep(1.2)
+        self.assertEqual(self.get(h, "/f.txt").body, b"bb\n")
+
+    def test_config_validation(self):
+        for bad in ("FHCacheMaxEntries 0", "FHCacheMaxEntries lots",
+                    "FHCacheMemoryFileMax 1T", "FHCacheNotify maybe",
+                    "<VirtualHost 127.0.0.1:1>\nFHCacheMaxEntries 5\n</VirtualHost>"):
+            h = self.httpd(fh_directives(bad + "\n"), mpm=MPM, start=False)
+            res = h.configtest()
+            self.assertNotEqual(res.returncode, 0, bad)
+            self.assertIn("FHCache", res.stderr + res.stdout, bad)
+        h = self.httpd(fh_directives("FHCacheMaxEntries 10\nFHCacheMemoryFileMax 4K\n"
+                                     "FHCacheMaxDescriptors auto\n"), mpm=MPM,
+                       start=False)
+        self.assertEqual(h.configtest().returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
