@@ -164,6 +164,30 @@ class DualStack(HttpdTestCase):
             res = run_ab(url, 400, 8)
             self.assertEqual(res.failures, 0, "%s: %s" % (url, res))
 
+    @reuseport_only
+    def test_wildcard_listen_gets_buckets_in_both_families(self):
+        """`Listen PORT` (no address): IPv4 and IPv6 each get one socket per
+        bucket, unlike ListenCoresBucketsRatio (httpd bug 69804).  Binds the
+        wildcard, so it runs only inside the runner's private netns."""
+        if not os.environ.get("MPMNG_IN_PRIVATE_NETNS"):
+            self.skipTest("wildcard bind needs the private network namespace")
+        if not ipv6_loopback():
+            self.skipTest("::1 is not configured on lo")
+        port = privhttpd.free_port("127.0.0.1", "::1")
+        buckets = 2
+        h = self.httpd(mpm_directives(buckets=buckets, start=buckets, server_limit=4,
+                                      threads=10, max_workers=40, min_spare=10, max_spare=40),
+                       port=port, listen=["%d" % port], files={"index.html": "any\n"})
+        socks = listeners(port)
+        v4 = [s for s in socks if s["addr"] == "0.0.0.0:%d" % port]
+        v6 = [s for s in socks if s["addr"] in ("[::]:%d" % port, "*:%d" % port)]
+        self.assertEqual((len(v4), len(v6)), (buckets, buckets),
+                         "\n".join(s["line"] for s in socks))
+        for url in ("http://127.0.0.1:%d/index.html" % port,
+                    "http://[::1]:%d/index.html" % port):
+            res = run_ab(url, 200, 4)
+            self.assertEqual(res.failures, 0, "%s: %s" % (url, res))
+
 
 if __name__ == "__main__":
     unittest.main()
