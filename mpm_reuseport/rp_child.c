@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef enum { RP_RUN, RP_GRACEFUL, RP_UNGRACEFUL } rp_stop_mode;
@@ -61,10 +62,27 @@ static void die_now(int sig)
     child_exit(0);
 }
 
-static void note_sigterm(int sig)
+/* SIGTERM wakes the main thread from its pipe-of-death read.  From the
+ * parent it means "stop now"; from this process it is only our own
+ * threads' wake-up call (request_stop), which must not cut connections. */
+static void note_sigterm(int sig, siginfo_t *info, void *uctx)
 {
     (void)sig;
-    child.got_sigterm = 1;
+    (void)uctx;
+    if (!info || info->si_pid != getpid()) {
+        child.got_sigterm = 1;
+    }
+}
+
+static void catch_sigterm(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = note_sigterm;
+    sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: the pod read must return */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 /* Ask the main thread to stop this child (from any thread). */
@@ -552,7 +570,7 @@ void rp_child_main(int slot, int bucket)
         mode = RP_UNGRACEFUL;
     }
     else {
-        apr_signal(SIGTERM, note_sigterm);
+        catch_sigterm();
         unblock(SIGTERM);
         mode = wait_for_stop();
     }
