@@ -378,7 +378,9 @@ class MpmRun:
         self.txtfile = os.path.join(RESULTS, mpm + ".txt")
         self.pidfile = os.path.join(self.fw, "t", "logs", "httpd.pid")
         self.error_log = os.path.join(self.fw, "t", "logs", "error_log")
-        self.sock_prefix = "/tmp/mpmng-regress-%s-%d" % (mpm, port)
+        # unix sockets live in the shared /tmp: unique per checkout and run
+        self.sock_prefix = "/tmp/mpmng-regress-%s-%s-%d" % (
+            hashlib.sha1(self.wd.encode()).hexdigest()[:8], mpm, port)
         self.proc = None
         self.start = self.end = None
         self.timed_out = False
