@@ -5,6 +5,7 @@ port, waits until it really accepts, and stops exactly the processes it
 started (by PID).  Tests, the regression-suite runner and bench/ all use it.
 """
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -155,8 +156,10 @@ class Httpd:
     """
 
     def __init__(self, mpm="reuseport", directives="", port=None, docroot=None,
-                 modules=(), host="127.0.0.1", workdir=None, listen=None):
+                 modules=(), host="127.0.0.1", workdir=None, listen=None,
+                 nofile=None):
         self.mpm = MPMS[mpm] if isinstance(mpm, str) else mpm
+        self.nofile = nofile  # open-files limit for the server (fault tests)
         self.directives = directives
         self.host = host
         self.port = port or free_port(host)
@@ -225,8 +228,13 @@ class Httpd:
     def run_ctl(self, *args, timeout=30):
         """Run apache2 -f conf ARGS; returns CompletedProcess (never raises)."""
         env = server_env()
+        limit = None
+        if self.nofile:
+            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                               (self.nofile, self.nofile))
         return subprocess.run([APACHE2, "-f", self.conf] + list(args), env=env,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=limit)
 
     def configtest(self):
         self.write_config()
