@@ -265,7 +265,8 @@ static void accept_failed(ap_listen_rec *lr, apr_status_t rv)
     apr_sleep(apr_time_from_msec(is_resource_shortage(rv) ? 100 : 10));
 }
 
-static void accept_one(ap_listen_rec *lr)
+/* Returns 1 if a connection was taken. */
+static int accept_one(ap_listen_rec *lr)
 {
     apr_pool_t *p = connection_pool();
     apr_socket_t *sock = NULL;
@@ -274,7 +275,7 @@ static void accept_one(ap_listen_rec *lr)
     if (rv != APR_SUCCESS) {
         child.spare_pool = p;
         accept_failed(lr, rv);
-        return;
+        return 0;
     }
     if (rp_queue_push(child.queue, sock, p) != RP_QUEUE_OK) {
         /* Cannot happen: we waited for an idler.  Never drop silently. */
@@ -284,13 +285,19 @@ static void accept_one(ap_listen_rec *lr)
         apr_pool_clear(p);
         child.spare_pool = p;
     }
+    return 1;
 }
+
+/* Under load the queue is rarely empty: after a successful accept, try the
+ * same listener again before polling (a few times, so others get a turn). */
+#define RP_ACCEPT_STREAK 16
 
 static void *APR_THREAD_FUNC listener_main(apr_thread_t *thd, void *arg)
 {
     apr_int32_t n;
     const apr_pollfd_t *ready;
-    int next = 0;
+    ap_listen_rec *hot = NULL;
+    int next = 0, streak = 0;
 
     (void)thd;
     (void)arg;
@@ -301,11 +308,20 @@ static void *APR_THREAD_FUNC listener_main(apr_thread_t *thd, void *arg)
         if (child.mode != RP_RUN) {
             break;
         }
+        if (hot && streak < RP_ACCEPT_STREAK && accept_one(hot)) {
+            streak++;
+            continue;
+        }
+        hot = NULL;
+        streak = 0;
         if (apr_pollset_poll(child.pollset, -1, &n, &ready) != APR_SUCCESS) {
             continue; /* EINTR, or woken up to stop */
         }
         /* Rotate over ready listeners so none is starved. */
-        accept_one(ready[next++ % n].client_data);
+        hot = ready[next++ % n].client_data;
+        if (!accept_one(hot)) {
+            hot = NULL;
+        }
     }
     /* Stop taking connections and drop our copies of the sockets: on a
      * restart the parent's copies keep the queues for the next children; on

@@ -64,8 +64,9 @@ static apr_status_t bind_listener(apr_socket_t *sd, apr_sockaddr_t *sa,
         return rv;
     }
 #endif
-    /* Accepted sockets inherit TCP_NODELAY on Linux. */
-    set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    /* Accepted sockets inherit TCP_NODELAY on Linux; set through APR so it
+     * knows, and core does not set it again on every connection. */
+    apr_socket_opt_set(sd, APR_TCP_NODELAY, 1);
     if ((sndbuf = conftree_int("SendBufferSize", 0)) > 0) {
         set_int_opt(fd, SOL_SOCKET, SO_SNDBUF, sndbuf);
     }
