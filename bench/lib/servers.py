@@ -1,0 +1,260 @@
+"""Server launchers for the benchmark: Debian's apache2 through the shared
+test/lib/privhttpd.py, and a small private nginx launcher.
+
+Every launcher writes its own config under a private directory, listens on
+127.0.0.1 only, and stops exactly the processes it started, by PID."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+
+import privhttpd  # noqa: E402  (shared library, owned by the test helper)
+import procstat  # noqa: E402
+
+NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
+
+# Directives every httpd variant gets, before the variant's own.  They make
+# httpd and nginx do the same work per request: keep-alive without a request
+# cap, sendfile for static files, no access log, no per-request status
+# bookkeeping (mod_status turns ExtendedStatus on when loaded).
+HTTPD_BASE = {
+    "common": """
+KeepAlive On
+MaxKeepAliveRequests 0
+EnableSendfile On
+EnableMMAP On
+ExtendedStatus Off
+ListenBacklog 4096
+HostnameLookups Off
+""",
+    "throughput": "KeepAliveTimeout 30\nTimeout 60\n",
+    "syscalls": "KeepAliveTimeout 30\nTimeout 60\n",
+    "idle": "KeepAliveTimeout 900\nTimeout 900\n",
+}
+
+NGINX_KEEPALIVE_TIMEOUT = {"throughput": "30s", "syscalls": "30s", "idle": "900s"}
+
+
+def _wait_port(host, port, timeout):
+    return privhttpd.wait_for_port(host, port, timeout)
+
+
+class Server:
+    """Common part: process tree inspection and settling."""
+    host = "127.0.0.1"
+    port = None
+    root_pid = None
+
+    def pids(self):
+        return procstat.tree_pids(self.root_pid) if self.root_pid else []
+
+    h2port = None
+
+    def url(self, path="/"):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    def url_for(self, wl):
+        """Base URL for a workload: h2 workloads may use another port."""
+        port = self.h2port if (wl.mode == "h2" and self.h2port) else self.port
+        return "http://%s:%d" % (self.host, port)
+
+    def settle(self, timeout=120, quiet=1.0):
+        """Wait until the process and thread counts stop changing (pre-spawned
+        children and threads are all up).  Returns the last memory sample."""
+        deadline = time.monotonic() + timeout
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            m = procstat.tree_memory(self.root_pid)
+            key = (m["procs"], m["threads"])
+            if key != last:
+                last, since = key, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return m
+            time.sleep(0.25)
+        return procstat.tree_memory(self.root_pid)
+
+
+class HttpdServer(Server):
+    kind = "httpd"
+
+    def __init__(self, variant, part, docroot, port=None, h2=False):
+        self.variant = variant
+        modules = list(variant.modules)
+        extra = ""
+        if h2:  # HTTP/2 over cleartext (prior knowledge) on the same port
+            modules.append("http2")
+            extra = "Protocols h2c http/1.1\n"
+        directives = "\n".join([HTTPD_BASE["common"], HTTPD_BASE.get(part, ""), extra,
+                                variant.config(part, "directives")])
+        self.h = privhttpd.Httpd(mpm=variant.mpm, directives=directives,
+                                 port=port, docroot=docroot, modules=modules)
+        self.port = self.h.port
+        self.dir = self.h.dir
+
+    def start(self, timeout=180):
+        self.h.start(timeout=timeout)
+        self.root_pid = self.h.pid
+
+    def stop(self):
+        if self.root_pid:
+            left = self.h.stop(timeout=60)
+            self.root_pid = None
+            return left
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_tail(self, n=20):
+        return self.h.log_tail(n)
+
+    def config_text(self):
+        return self.h.config_text()
+
+
+NGINX_CONF = """\
+daemon on;
+master_process on;
+pid {dir}/run/nginx.pid;
+error_log {dir}/logs/error.log warn;
+{user}
+worker_rlimit_nofile 20000;
+{main}
+events {{
+    use epoll;
+{events}
+}}
+http {{
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000000;
+    keepalive_timeout {ka_timeout};
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+{http}
+    server {{
+        listen {host}:{port} backlog=4096 {listen_options};
+{h2listen}        server_name localhost;
+        root {docroot};
+        location = /nginx_status {{
+            stub_status;
+            allow 127.0.0.1;
+            deny all;
+        }}
+    }}
+}}
+"""
+
+
+class NginxServer(Server):
+    """Debian's nginx with a private prefix, config, pid file and port."""
+    kind = "nginx"
+
+    def __init__(self, variant, part, docroot, port=None, h2=False):
+        self.variant = variant
+        self.part = part
+        self.port = port or privhttpd.free_port(self.host)
+        # nginx speaks cleartext HTTP/2 only on a listener of its own.
+        self.h2port = privhttpd.free_port(self.host) if h2 else None
+        self.docroot = docroot
+        self.dir = tempfile.mkdtemp(prefix="mpmng-nginx-")
+        os.chmod(self.dir, 0o755)
+        for sub in ("conf", "logs", "run", "tmp"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.conf = os.path.join(self.dir, "conf", "nginx.conf")
+        self.pidfile = os.path.join(self.dir, "run", "nginx.pid")
+        self.errlog = os.path.join(self.dir, "logs", "error.log")
+
+    def config_text(self):
+        v = self.variant
+        return NGINX_CONF.format(
+            dir=self.dir, host=self.host, port=self.port, docroot=self.docroot,
+            user="user www-data www-data;" if os.geteuid() == 0 else "",
+            main=v.config(self.part, "main"),
+            events=v.config(self.part, "events"),
+            http=v.config(self.part, "http"),
+            listen_options=v.meta.get("listen_options", ""),
+            h2listen="        listen %s:%d http2 backlog=4096 %s;\n" % (
+                self.host, self.h2port, v.meta.get("listen_options", "")) if self.h2port else "",
+            ka_timeout=NGINX_KEEPALIVE_TIMEOUT.get(self.part, "30s"))
+
+    def _run(self, *args):
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+        return subprocess.run([NGINX, "-p", self.dir + "/", "-e", self.errlog,
+                               "-c", self.conf] + list(args), env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    def start(self, timeout=60):
+        with open(self.conf, "w") as f:
+            f.write(self.config_text())
+        res = self._run()
+        if res.returncode != 0:
+            raise RuntimeError("nginx failed to start (%d): %s%s\n%s" % (
+                res.returncode, res.stdout, res.stderr, self.log_tail()))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(self.pidfile) as f:
+                    pid = int(f.read().strip())
+                if privhttpd.pid_alive(pid):
+                    self.root_pid = pid
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("nginx wrote no pid file\n" + self.log_tail())
+        if not _wait_port(self.host, self.port, timeout):
+            raise RuntimeError("nginx pid %d never accepted on port %d\n%s" % (
+                self.root_pid, self.port, self.log_tail()))
+
+    def stop(self, timeout=30):
+        if not self.root_pid:
+            return []
+        procs = self.pids()
+        try:
+            os.kill(self.root_pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(privhttpd.pid_alive(p) for p in procs):
+            time.sleep(0.05)
+        left = [p for p in procs if privhttpd.pid_alive(p)]
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.root_pid = None
+        return left
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_tail(self, n=20):
+        try:
+            with open(self.errlog, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+KINDS = {"httpd": HttpdServer, "nginx": NginxServer}
+
+
+def make_server(variant, part, docroot, port=None, h2=False):
+    return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2)
