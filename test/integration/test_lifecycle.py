@@ -291,5 +291,26 @@ class BucketChange(HttpdTestCase):
                       + "\n  - ".join(problems))
 
 
+class Restart(HttpdTestCase):
+    @reuseport_only
+    def test_restart_replaces_children_and_keeps_sockets(self):
+        """`apache2 -k restart` (SIGHUP): every child is replaced, the parent
+        keeps its listening sockets (same inodes), and it serves again."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40),
+                       files={"index.html": "again\n"})
+        old_kids = set(h.wait_children(2))
+        old_socks = sorted(l["inode"] for l in listeners(h.port))
+        before = h.generation_count()
+        res = h.run_ctl("-k", "restart")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.wait_until(lambda: h.generation_count() > before, 10, "the restart")
+        self.wait_until(lambda: len(h.children()) == 2
+                        and not set(h.children()) & old_kids, 10, "new children")
+        self.assertEqual(sorted(l["inode"] for l in listeners(h.port)), old_socks)
+        res = run_ab(h.url("/index.html"), 200, 4)
+        self.assertEqual(res.failures, 0, res)
+
+
 if __name__ == "__main__":
     unittest.main()
