@@ -249,7 +249,7 @@ static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
         }
         else if ((rv = size_dup(get_dup(s->process->pool, lr), want))) {
             why = apr_psprintf(pconf, "binding a second socket to %pI "
-                               "failed", lr->bind_addr);
+                               "failed (%pm)", lr->bind_addr, &rv);
         }
     }
     if (!why) {
@@ -264,7 +264,6 @@ static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
     rp_listen_note = apr_psprintf(pconf, "SO_REUSEPORT unusable: %s; "
                                   "falling back to one shared listener per "
                                   "address", why);
-    (void)rv;
     return 1;
 }
 
