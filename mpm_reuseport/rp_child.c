@@ -278,9 +278,11 @@ static int accept_one(ap_listen_rec *lr)
         return 0;
     }
     if (rp_queue_push(child.queue, sock, p) != RP_QUEUE_OK) {
-        /* Cannot happen: we waited for an idler.  Never drop silently. */
+        /* Cannot happen: we waited for an idler, and workers are released
+         * only after we stop.  Never drop silently. */
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, ap_server_conf, RP_LOG_TAG
-                     "worker queue full after admission; closing connection");
+                     "no worker for a connection after admission (bug); "
+                     "closing it");
         apr_socket_close(sock);
         apr_pool_clear(p);
         child.spare_pool = p;
@@ -480,15 +482,15 @@ static void stop_threads(rp_stop_mode mode)
     join(child.starter);
     child.mode = mode;
     child.draining = 1;
-    /* Listener first: it marks us quiescing and terminates the queue. */
+    /* Listener first: it marks us quiescing.  Workers are released only
+     * after its last hand-over, or a connection it accepted while we were
+     * stopping could find no worker left and be reset at exit. */
+    rp_queue_close_intake(child.queue);
     if (child.listener) {
         apr_pollset_wakeup(child.pollset);
-        rp_queue_terminate(child.queue);
         join(child.listener);
     }
-    else {
-        rp_queue_terminate(child.queue);
-    }
+    rp_queue_terminate(child.queue);
     if (mode == RP_UNGRACEFUL) {
         shutdown_connections(0, 0);
     }

@@ -15,7 +15,8 @@ struct rp_queue {
     int capacity;
     int head, count;
     int idle;                   /* workers blocked in pop */
-    int terminated;
+    int intake_closed;          /* the listener takes no more */
+    int terminated;             /* workers drain, then leave */
     rp_item *items;
     void **pools;               /* recycled pool stack */
     int npools;
@@ -62,10 +63,10 @@ rp_queue_status rp_queue_wait_for_idler(rp_queue *q)
 
     pthread_mutex_lock(&q->lock);
     /* Each queued item already has an idle worker promised to it. */
-    while (q->idle <= q->count && !q->terminated) {
+    while (q->idle <= q->count && !q->intake_closed && !q->terminated) {
         pthread_cond_wait(&q->idler, &q->lock);
     }
-    st = q->terminated ? RP_QUEUE_CLOSED : RP_QUEUE_OK;
+    st = q->intake_closed || q->terminated ? RP_QUEUE_CLOSED : RP_QUEUE_OK;
     pthread_mutex_unlock(&q->lock);
     return st;
 }
@@ -75,6 +76,11 @@ rp_queue_status rp_queue_push(rp_queue *q, void *conn, void *pool)
     rp_item *slot;
 
     pthread_mutex_lock(&q->lock);
+    if (q->terminated) {
+        /* Workers may all have left: nobody would serve it. */
+        pthread_mutex_unlock(&q->lock);
+        return RP_QUEUE_CLOSED;
+    }
     if (q->count == q->capacity) {
         pthread_mutex_unlock(&q->lock);
         return RP_QUEUE_ERROR;
@@ -131,6 +137,14 @@ void *rp_queue_take_pool(rp_queue *q)
     }
     pthread_mutex_unlock(&q->lock);
     return pool;
+}
+
+void rp_queue_close_intake(rp_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->intake_closed = 1;
+    pthread_cond_broadcast(&q->idler);
+    pthread_mutex_unlock(&q->lock);
 }
 
 void rp_queue_terminate(rp_queue *q)

@@ -22,7 +22,9 @@ void rp_queue_destroy(rp_queue *q);
 /* Listener: block until a worker is idle and not yet promised an item. */
 rp_queue_status rp_queue_wait_for_idler(rp_queue *q);
 
-/* Listener: hand over an item (after wait_for_idler said OK). */
+/* Listener: hand over an item (after wait_for_idler said OK).  Still
+ * accepted after close_intake (the listener may be past admission); CLOSED
+ * after terminate, when workers may be gone. */
 rp_queue_status rp_queue_push(rp_queue *q, void *conn, void *pool);
 
 /* Worker: give back a recycled pool (may be NULL), become idle, wait for an
@@ -33,7 +35,11 @@ rp_queue_status rp_queue_pop(rp_queue *q, void *recycled_pool, void **conn,
 /* Listener: a recycled pool, or NULL. */
 void *rp_queue_take_pool(rp_queue *q);
 
-/* Stop: waiters wake up; pop drains queued items first, then says CLOSED. */
+/* Stop, step 1: wait_for_idler says CLOSED from now on; workers stay. */
+void rp_queue_close_intake(rp_queue *q);
+
+/* Stop, step 2, once the listener is done pushing: workers wake up; pop
+ * drains queued items first, then says CLOSED. */
 void rp_queue_terminate(rp_queue *q);
 
 /* Inspection (for tests and status). */

@@ -234,6 +234,18 @@ class Maintenance(HttpdTestCase):
         self.wait_gone(first, 5, "first children")
         self.wait_until(lambda: len(h.children()) >= 2, 5, "replacement children")
 
+    def test_frequent_recycling_drops_no_connection(self):
+        # A child retires every 10 connections: hundreds of stops while
+        # connections keep coming.  Every accepted connection must be served
+        # (a stop racing the listener's last hand-over used to reset one).
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=16, threads=4,
+                                      max_workers=64, min_spare=4, max_spare=64,
+                                      extra="MaxConnectionsPerChild 10"),
+                       files={"index.html": "m\n"})
+        h.wait_children(2)
+        res = run_ab(h.url("/index.html"), 1500, 8)
+        self.assertEqual(res.failures, 0, res)
+
     def test_min_spare_threads_spawns_children(self):
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=10, threads=10,
                                       max_workers=100, min_spare=60, max_spare=100))

@@ -144,6 +144,31 @@ START_TEST(terminate_drains_before_closing)
 }
 END_TEST
 
+/* A stop closes admission first: the listener, which may already be past
+ * admission, can still hand over, and an idle worker must still be there to
+ * serve it.  Only terminate releases workers; a hand-over after it fails
+ * rather than being lost. */
+START_TEST(closed_intake_keeps_workers_for_late_handover)
+{
+    rp_queue *q = rp_queue_create(2);
+    pthread_t t;
+    worker_arg w = { q, 0, 0 };
+
+    pthread_create(&t, NULL, worker, &w);
+    ck_assert_int_eq(rp_queue_wait_for_idler(q), RP_QUEUE_OK);
+    rp_queue_close_intake(q);
+    ck_assert_int_eq(rp_queue_wait_for_idler(q), RP_QUEUE_CLOSED);
+    usleep(20000);      /* a worker leaving now would lose the next item */
+    ck_assert_int_eq(rp_queue_push(q, (void *)9, NULL), RP_QUEUE_OK);
+    wait_until_idle(q, 1);
+    rp_queue_terminate(q);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w.served, 1);
+    ck_assert_int_eq(rp_queue_push(q, (void *)3, NULL), RP_QUEUE_CLOSED);
+    rp_queue_destroy(q);
+}
+END_TEST
+
 START_TEST(push_beyond_capacity_fails)
 {
     rp_queue *q = rp_queue_create(1);
@@ -214,6 +239,7 @@ static Suite *queue_suite(void)
     tcase_add_test(tc, no_admission_without_idle_worker);
     tcase_add_test(tc, one_idler_admits_one_connection);
     tcase_add_test(tc, terminate_drains_before_closing);
+    tcase_add_test(tc, closed_intake_keeps_workers_for_late_handover);
     tcase_add_test(tc, push_beyond_capacity_fails);
     tcase_add_test(tc, pools_are_recycled_lifo);
     tcase_add_test(tc, concurrent_handoff_loses_nothing);
