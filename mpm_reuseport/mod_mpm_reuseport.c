@@ -23,7 +23,8 @@ static int rp_query(int code, int *result, apr_status_t *rv)
     case AP_MPMQ_MAX_DAEMON_USED:     *result = rp_state->max_daemons_limit; break;
     case AP_MPMQ_IS_THREADED:         *result = AP_MPMQ_STATIC; break;
     case AP_MPMQ_IS_FORKED:           *result = AP_MPMQ_DYNAMIC; break;
-    case AP_MPMQ_IS_ASYNC:            *result = 0; break;
+    case AP_MPMQ_IS_ASYNC:            *result = 1; break;
+    case AP_MPMQ_CAN_WAITIO:          *result = 1; break;
     case AP_MPMQ_HAS_SERF:            *result = 0; break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:  *result = rp_lim.server_limit; break;
     case AP_MPMQ_HARD_LIMIT_THREADS:  *result = rp_lim.thread_limit; break;

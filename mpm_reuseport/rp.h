@@ -4,8 +4,12 @@
  *   rp_settings.c        pure resolution of directive values into limits
  *   rp_listen.c          per-bucket SO_REUSEPORT listeners kept across restarts
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
- *   rp_child.c           a child: listener thread, workers, draining
- *   rp_queue.c           listener -> worker hand-off with admission control */
+ *   rp_child.c           a child: threads, signals, stopping (rp_child.h)
+ *   rp_loop.c            a child's event loop: accept, parked connections
+ *   rp_conn.c            a connection's state machine, run by workers
+ *   rp_poll*.c           readiness backends (epoll)
+ *   rp_timeq.c           timeout queues of parked connections
+ *   rp_queue.c           loop -> worker hand-off with admission control */
 #ifndef RP_H
 #define RP_H
 

@@ -2,37 +2,34 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-
-typedef struct {
-    void *conn;
-    void *pool;
-} rp_item;
+#include <string.h>
 
 struct rp_queue {
     pthread_mutex_t lock;
     pthread_cond_t not_empty;   /* workers wait here */
-    pthread_cond_t idler;       /* the listener waits here */
-    int capacity;
+    pthread_cond_t idler;       /* a blocking acceptor waits here */
+    int capacity;               /* grows on demand */
     int head, count;
     int idle;                   /* workers blocked in pop */
-    int intake_closed;          /* the listener takes no more */
+    int intake_closed;          /* no more admissions */
     int terminated;             /* workers drain, then leave */
-    rp_item *items;
-    void **pools;               /* recycled pool stack */
-    int npools;
+    void **items;               /* ring of capacity entries */
+    void (*notify)(void *);     /* one-shot "a worker is idle" watch */
+    void *notify_baton;
+    void **pools;               /* stack of reusable pools */
+    int npools, max_pools;
 };
 
-rp_queue *rp_queue_create(int capacity)
+rp_queue *rp_queue_create(int workers, int pools)
 {
     rp_queue *q;
 
-    if (capacity < 1 || !(q = calloc(1, sizeof(*q)))) {
+    if (workers < 1 || pools < 0 || !(q = calloc(1, sizeof(*q)))) {
         return NULL;
     }
-    q->items = calloc((size_t)capacity, sizeof(*q->items));
-    q->pools = calloc((size_t)capacity, sizeof(*q->pools));
-    if (!q->items || !q->pools
-        || pthread_mutex_init(&q->lock, NULL)) {
+    q->items = calloc((size_t)workers, sizeof(*q->items));
+    q->pools = calloc((size_t)pools + 1, sizeof(*q->pools));
+    if (!q->items || !q->pools || pthread_mutex_init(&q->lock, NULL)) {
         free(q->items);
         free(q->pools);
         free(q);
@@ -40,7 +37,8 @@ rp_queue *rp_queue_create(int capacity)
     }
     pthread_cond_init(&q->not_empty, NULL);
     pthread_cond_init(&q->idler, NULL);
-    q->capacity = capacity;
+    q->capacity = workers;
+    q->max_pools = pools;
     return q;
 }
 
@@ -57,13 +55,43 @@ void rp_queue_destroy(rp_queue *q)
     free(q);
 }
 
+/* Each queued item already has an idle worker promised to it. */
+static int has_idler_locked(const rp_queue *q)
+{
+    return q->idle > q->count;
+}
+
+int rp_queue_has_idler(rp_queue *q)
+{
+    int yes;
+
+    pthread_mutex_lock(&q->lock);
+    yes = has_idler_locked(q);
+    pthread_mutex_unlock(&q->lock);
+    return yes;
+}
+
+int rp_queue_has_idler_or_watch(rp_queue *q, void (*notify)(void *),
+                                void *baton)
+{
+    int yes;
+
+    pthread_mutex_lock(&q->lock);
+    yes = has_idler_locked(q);
+    if (!yes) {
+        q->notify = notify;
+        q->notify_baton = baton;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return yes;
+}
+
 rp_queue_status rp_queue_wait_for_idler(rp_queue *q)
 {
     rp_queue_status st;
 
     pthread_mutex_lock(&q->lock);
-    /* Each queued item already has an idle worker promised to it. */
-    while (q->idle <= q->count && !q->intake_closed && !q->terminated) {
+    while (!has_idler_locked(q) && !q->intake_closed && !q->terminated) {
         pthread_cond_wait(&q->idler, &q->lock);
     }
     st = q->intake_closed || q->terminated ? RP_QUEUE_CLOSED : RP_QUEUE_OK;
@@ -71,45 +99,61 @@ rp_queue_status rp_queue_wait_for_idler(rp_queue *q)
     return st;
 }
 
-rp_queue_status rp_queue_push(rp_queue *q, void *conn, void *pool)
+/* Double the ring, unwrapping it so head is 0. */
+static int grow_locked(rp_queue *q)
 {
-    rp_item *slot;
+    int cap = q->capacity * 2, i;
+    void **items = malloc((size_t)cap * sizeof(*items));
 
+    if (!items) {
+        return 0;
+    }
+    for (i = 0; i < q->count; i++) {
+        items[i] = q->items[(q->head + i) % q->capacity];
+    }
+    free(q->items);
+    q->items = items;
+    q->capacity = cap;
+    q->head = 0;
+    return 1;
+}
+
+rp_queue_status rp_queue_push(rp_queue *q, void *item)
+{
     pthread_mutex_lock(&q->lock);
     if (q->terminated) {
         /* Workers may all have left: nobody would serve it. */
         pthread_mutex_unlock(&q->lock);
         return RP_QUEUE_CLOSED;
     }
-    if (q->count == q->capacity) {
+    if (q->count == q->capacity && !grow_locked(q)) {
         pthread_mutex_unlock(&q->lock);
         return RP_QUEUE_ERROR;
     }
-    slot = &q->items[(q->head + q->count) % q->capacity];
-    slot->conn = conn;
-    slot->pool = pool;
+    q->items[(q->head + q->count) % q->capacity] = item;
     q->count++;
     pthread_cond_signal(&q->not_empty);
     pthread_mutex_unlock(&q->lock);
     return RP_QUEUE_OK;
 }
 
-static void recycle_pool_locked(rp_queue *q, void *pool)
+static void become_idle_locked(rp_queue *q)
 {
-    if (pool && q->npools < q->capacity) {
-        q->pools[q->npools++] = pool;
+    q->idle++;
+    if (has_idler_locked(q)) {
+        pthread_cond_signal(&q->idler);
+        if (q->notify) {
+            void (*notify)(void *) = q->notify;
+            q->notify = NULL;
+            notify(q->notify_baton);
+        }
     }
 }
 
-rp_queue_status rp_queue_pop(rp_queue *q, void *recycled_pool, void **conn,
-                             void **pool)
+rp_queue_status rp_queue_pop(rp_queue *q, void **item)
 {
-    rp_item *item;
-
     pthread_mutex_lock(&q->lock);
-    recycle_pool_locked(q, recycled_pool);
-    q->idle++;
-    pthread_cond_signal(&q->idler);
+    become_idle_locked(q);
     while (q->count == 0 && !q->terminated) {
         pthread_cond_wait(&q->not_empty, &q->lock);
     }
@@ -118,11 +162,9 @@ rp_queue_status rp_queue_pop(rp_queue *q, void *recycled_pool, void **conn,
         pthread_mutex_unlock(&q->lock);
         return RP_QUEUE_CLOSED;
     }
-    item = &q->items[q->head];
+    *item = q->items[q->head];
     q->head = (q->head + 1) % q->capacity;
     q->count--;
-    *conn = item->conn;
-    *pool = item->pool;
     pthread_mutex_unlock(&q->lock);
     return RP_QUEUE_OK;
 }
@@ -137,6 +179,19 @@ void *rp_queue_take_pool(rp_queue *q)
     }
     pthread_mutex_unlock(&q->lock);
     return pool;
+}
+
+int rp_queue_give_pool(rp_queue *q, void *pool)
+{
+    int kept = 0;
+
+    pthread_mutex_lock(&q->lock);
+    if (q->npools < q->max_pools) {
+        q->pools[q->npools++] = pool;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return kept;
 }
 
 void rp_queue_close_intake(rp_queue *q)

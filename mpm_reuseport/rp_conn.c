@@ -1,0 +1,271 @@
+/* A connection's life in a worker: create it, run httpd's
+ * process_connection hooks for one request (the async contract: they return
+ * with c->cs->state saying what the connection waits for), flush what is
+ * left to write, then park it with the loop or close it.  Workers never
+ * wait for a client between requests. */
+#include "rp_child.h"
+
+#include "apr_atomic.h"
+#include "http_connection.h"
+#include "http_vhost.h"
+#include "util_filter.h"
+
+#include <string.h>
+
+/* After our FIN, how long to read what the client still sends. */
+#define RP_LINGER_TIMEOUT apr_time_from_sec(2)
+
+typedef enum {
+    RP_NEXT_KEEPALIVE,          /* park: wait for the next request */
+    RP_NEXT_WAIT_IO,            /* park: write completion or a module's wait */
+    RP_NEXT_LINGER,             /* park: read until EOF, then close */
+    RP_NEXT_CLOSE,              /* close now */
+    RP_NEXT_SUSPENDED           /* a module owns it now */
+} rp_next;
+
+static long conn_id(int tid)
+{
+    return (long)rp_child.slot * rp_lim.thread_limit + tid;
+}
+
+/* ---- closing ----------------------------------------------------------- */
+
+void rp_conn_release(rp_conn *rc)
+{
+    apr_pool_t *p = rc->pool;
+
+    apr_atomic_dec32(&rp_child.live_conns);
+    apr_pool_clear(p);          /* rc lives in p */
+    if (!rp_queue_give_pool(rp_child.queue, p)) {
+        apr_pool_destroy(p);
+    }
+}
+
+void rp_conn_close(rp_conn *rc)
+{
+    if (rc->registered) {
+        /* A forked CGI may briefly share the descriptor: unregister so no
+         * event can name this connection after its pool is reused. */
+        rp_poller_forget(rp_child.poller, rc->fd);
+    }
+    if (rc->c && !rc->pre_closed) {
+        rc->pre_closed = 1;
+        ap_prep_lingering_close(rc->c);
+    }
+    apr_socket_close(rc->sock);
+    rp_conn_release(rc);
+}
+
+/* ---- states ------------------------------------------------------------ */
+
+/* A new connection: create its conn_rec and run pre_connection hooks. */
+static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
+{
+    apr_bucket_alloc_t *ba = apr_bucket_alloc_create(rc->pool);
+    conn_rec *c;
+    int rv;
+
+    ap_create_sb_handle(&rc->sbh, rc->pool, rp_child.slot, tid);
+    c = ap_run_create_connection(rc->pool, ap_server_conf, rc->sock,
+                                 conn_id(tid), rc->sbh, ba);
+    if (!c) {
+        rp_conn_close(rc);
+        return 0;
+    }
+    rc->c = c;
+    c->current_thread = thd;
+    c->cs = &rc->pub;
+    ap_update_vhost_given_ip(c);
+    rc->pub.state = CONN_STATE_PROCESSING;
+    rc->pub.sense = CONN_SENSE_DEFAULT;
+    rv = ap_pre_connection(c, rc->sock);
+    if (rv != OK && rv != DONE) {
+        rc->pub.state = CONN_STATE_LINGER;
+    }
+    return 1;
+}
+
+static void resume_connection(rp_conn *rc, apr_thread_t *thd, int tid)
+{
+    ap_update_sb_handle(rc->sbh, rp_child.slot, tid);
+    rc->c->current_thread = thd;
+    rc->c->id = conn_id(tid);
+}
+
+static int is_parking_state(conn_state_e st)
+{
+    return st == CONN_STATE_LINGER || st == CONN_STATE_ASYNC_WAITIO
+           || st == CONN_STATE_WRITE_COMPLETION
+           || st == CONN_STATE_SUSPENDED;
+}
+
+/* Run the process_connection hooks; afterwards the state is one we handle
+ * (anything unexpected, like a module that did not set it, means close). */
+static void process(rp_conn *rc)
+{
+    int rv = ap_run_process_connection(rc->c);
+
+    if (rv == OK || rv == DONE) {
+        if (rc->pub.state == CONN_STATE_PROCESSING) {
+            rc->pub.state = CONN_STATE_LINGER;
+        }
+        else if (rc->pub.state == CONN_STATE_KEEPALIVE) {
+            rc->pub.state = CONN_STATE_WRITE_COMPLETION;
+        }
+    }
+    if ((rv != OK && rv != DONE) || !is_parking_state(rc->pub.state)
+        || rc->c->aborted) {
+        rc->pub.state = CONN_STATE_LINGER;
+    }
+}
+
+/* Write what the output filters still hold, without blocking: the core
+ * output filter takes a NULL brigade as "continue pending writes". */
+static int flush_pending(conn_rec *c)
+{
+    ap_filter_t *f = c->output_filters;
+
+    while (f->next) {
+        f = f->next;
+    }
+    return f->frec->filter_func.out_func(f, NULL) == APR_SUCCESS;
+}
+
+/* After a response: wait to write more, read the next request now
+ * (pipelined), park for keep-alive, or close. */
+static void after_response(rp_conn *rc)
+{
+    conn_rec *c = rc->c;
+
+    ap_update_child_status(rc->sbh, SERVER_BUSY_WRITE, NULL);
+    if (!flush_pending(c)) {
+        rc->pub.state = CONN_STATE_LINGER;
+    }
+    else if (c->data_in_output_filters
+             || rc->pub.sense == CONN_SENSE_WANT_READ) {
+        return;                 /* stays in WRITE_COMPLETION */
+    }
+    else if (c->keepalive != AP_CONN_KEEPALIVE || c->aborted) {
+        rc->pub.state = CONN_STATE_LINGER;
+    }
+    else if (c->data_in_input_filters) {
+        rc->pub.state = CONN_STATE_PROCESSING;
+    }
+    else {
+        rc->pub.state = CONN_STATE_KEEPALIVE;
+    }
+}
+
+/* Our FIN goes out now; 1 if the connection should just be closed. */
+static int start_lingering(rp_conn *rc)
+{
+    rc->pre_closed = 1;         /* ap_start_lingering_close runs them */
+    if (ap_start_lingering_close(rc->c)) {
+        return 1;
+    }
+    apr_socket_timeout_set(rc->sock, 0);
+    return 0;
+}
+
+static rp_next advance(rp_conn *rc)
+{
+    for (;;) {
+        switch (rc->pub.state) {
+        case CONN_STATE_PROCESSING:
+            process(rc);
+            break;
+        case CONN_STATE_WRITE_COMPLETION:
+            after_response(rc);
+            if (rc->pub.state == CONN_STATE_WRITE_COMPLETION) {
+                return RP_NEXT_WAIT_IO;
+            }
+            break;
+        case CONN_STATE_KEEPALIVE:
+            if (rc->c->clogging_input_filters) {
+                /* Such filters read blocking: no readiness to wait for. */
+                rc->pub.state = CONN_STATE_PROCESSING;
+                break;
+            }
+            return RP_NEXT_KEEPALIVE;
+        case CONN_STATE_ASYNC_WAITIO:
+            return RP_NEXT_WAIT_IO;
+        case CONN_STATE_SUSPENDED:
+            return RP_NEXT_SUSPENDED;
+        default:                /* CONN_STATE_LINGER* */
+            return start_lingering(rc) ? RP_NEXT_CLOSE : RP_NEXT_LINGER;
+        }
+    }
+}
+
+/* What a waiting connection needs: the module's sense, else by state. */
+static int wanted_events(const rp_conn *rc)
+{
+    if (rc->pub.sense == CONN_SENSE_WANT_READ) {
+        return RP_POLL_IN;
+    }
+    if (rc->pub.sense == CONN_SENSE_WANT_WRITE) {
+        return RP_POLL_OUT;
+    }
+    return rc->pub.state == CONN_STATE_WRITE_COMPLETION ? RP_POLL_OUT
+                                                        : RP_POLL_IN;
+}
+
+static apr_interval_time_t keepalive_timeout(const conn_rec *c)
+{
+    return c->base_server->keep_alive_timeout;
+}
+
+static void note_suspended(rp_conn *rc)
+{
+    static int logged;
+
+    /* We do not offer suspension (AP_MPMQ_CAN_SUSPEND is not answered);
+     * a module that suspends anyway owns the connection from now on. */
+    if (!logged) {
+        logged = 1;
+        ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, rc->c, RP_LOG_TAG
+                      "a module suspended a connection although this MPM "
+                      "does not offer suspension; it is left to that module "
+                      "(logged once)");
+    }
+    apr_atomic_inc32(&rp_child.suspended);
+    apr_atomic_dec32(&rp_child.live_conns);
+}
+
+void rp_conn_run(rp_conn *rc, apr_thread_t *thd, int tid)
+{
+    rp_next next;
+
+    if (!rc->c) {
+        if (!open_connection(rc, thd, tid)) {
+            return;
+        }
+    }
+    else {
+        resume_connection(rc, thd, tid);
+    }
+    rp_child_publish_connection(tid, rc->c, rc->sock);
+    next = advance(rc);
+    /* Unpublish before the loop may own it again. */
+    rp_child_publish_connection(tid, NULL, NULL);
+    switch (next) {
+    case RP_NEXT_KEEPALIVE:
+        rc->pub.sense = CONN_SENSE_DEFAULT;
+        rp_loop_park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
+                     keepalive_timeout(rc->c));
+        break;
+    case RP_NEXT_WAIT_IO:
+        rp_loop_park(rc, RP_PARK_IO, wanted_events(rc),
+                     rc->c->base_server->timeout);
+        break;
+    case RP_NEXT_LINGER:
+        rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
+        break;
+    case RP_NEXT_CLOSE:
+        rp_conn_close(rc);
+        break;
+    case RP_NEXT_SUSPENDED:
+        note_suspended(rc);
+        break;
+    }
+}

@@ -1,0 +1,151 @@
+/* rp_poll.h on Linux: epoll, with an eventfd for wake-ups. */
+#ifdef __linux__
+#include "rp_poll.h"
+
+#include "apr_strings.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct rp_poller {
+    int epfd;
+    int wakefd;
+    char wake_tag;              /* its address marks the eventfd's events */
+};
+
+static apr_status_t close_poller(void *data)
+{
+    rp_poller *pl = data;
+
+    close(pl->epfd);
+    close(pl->wakefd);
+    return APR_SUCCESS;
+}
+
+apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p)
+{
+    rp_poller *pl = apr_pcalloc(p, sizeof(*pl));
+    struct epoll_event ev = { 0 };
+
+    pl->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (pl->epfd < 0) {
+        return errno;
+    }
+    pl->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (pl->wakefd < 0) {
+        apr_status_t rv = errno;
+        close(pl->epfd);
+        return rv;
+    }
+    ev.events = EPOLLIN;
+    ev.data.ptr = &pl->wake_tag;
+    if (epoll_ctl(pl->epfd, EPOLL_CTL_ADD, pl->wakefd, &ev) < 0) {
+        apr_status_t rv = errno;
+        close_poller(pl);
+        return rv;
+    }
+    apr_pool_cleanup_register(p, pl, close_poller, apr_pool_cleanup_null);
+    *out = pl;
+    return APR_SUCCESS;
+}
+
+apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, void *data)
+{
+    struct epoll_event ev = { 0 };
+
+    ev.events = EPOLLIN;
+    ev.data.ptr = data;
+    return epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? errno
+                                                           : APR_SUCCESS;
+}
+
+apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, void *data,
+                                      int paused)
+{
+    struct epoll_event ev = { 0 };
+
+    ev.events = paused ? 0 : EPOLLIN;
+    ev.data.ptr = data;
+    return epoll_ctl(pl->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? errno
+                                                           : APR_SUCCESS;
+}
+
+apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, void *data,
+                           int *registered)
+{
+    struct epoll_event ev = { 0 };
+    int add;
+
+    ev.events = EPOLLONESHOT | EPOLLRDHUP
+                | (events & RP_POLL_IN ? EPOLLIN : 0)
+                | (events & RP_POLL_OUT ? EPOLLOUT : 0);
+    add = !*registered;
+    ev.data.ptr = data;
+    /* Before the call: once armed, another thread may own the connection
+     * (and read *registered) before this call returns. */
+    *registered = 1;
+    if (epoll_ctl(pl->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0) {
+        apr_status_t rv = errno;
+        if (add) {
+            *registered = 0;
+        }
+        return rv;
+    }
+    return APR_SUCCESS;
+}
+
+void rp_poller_forget(rp_poller *pl, int fd)
+{
+    struct epoll_event ev = { 0 };
+
+    epoll_ctl(pl->epfd, EPOLL_CTL_DEL, fd, &ev);
+}
+
+static void drain_wakeups(rp_poller *pl)
+{
+    uint64_t n;
+
+    while (read(pl->wakefd, &n, sizeof(n)) == (ssize_t)sizeof(n)) {
+        continue;
+    }
+}
+
+int rp_poller_wait(rp_poller *pl, int timeout_ms, rp_poll_event *ev,
+                   int max, int *woken)
+{
+    struct epoll_event raw[256];
+    int n, i, out = 0;
+
+    if (max > (int)(sizeof(raw) / sizeof(raw[0]))) {
+        max = (int)(sizeof(raw) / sizeof(raw[0]));
+    }
+    *woken = 0;
+    n = epoll_wait(pl->epfd, raw, max, timeout_ms);
+    for (i = 0; i < n; i++) {
+        uint32_t e = raw[i].events;
+        if (raw[i].data.ptr == &pl->wake_tag) {
+            drain_wakeups(pl);
+            *woken = 1;
+            continue;
+        }
+        ev[out].data = raw[i].data.ptr;
+        ev[out].events = (e & EPOLLIN ? RP_POLL_IN : 0)
+                         | (e & EPOLLOUT ? RP_POLL_OUT : 0)
+                         | (e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)
+                            ? RP_POLL_HUP : 0);
+        out++;
+    }
+    return out;
+}
+
+void rp_poller_wakeup(rp_poller *pl)
+{
+    uint64_t one = 1;
+    ssize_t ignored = write(pl->wakefd, &one, sizeof(one));
+
+    (void)ignored;
+}
+#endif /* __linux__ */
