@@ -61,8 +61,9 @@ $(FHC_SO): $(FHC_OBJS) $(OUT)/.variant
 
 # Unit tests (Check) for the platform-neutral pieces.
 $(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
-$(OBJ)/test/check_queue: test/unit/check_queue.c $(OBJ)/mpm_reuseport/rp_queue.o
+$(OBJ)/test/check_stock: test/unit/check_stock.c $(OBJ)/mpm_reuseport/rp_stock.o
 $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
+$(OBJ)/test/check_lf: test/unit/check_lf.c $(OBJ)/mpm_reuseport/rp_lf.o
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
 $(OBJ)/test/%:

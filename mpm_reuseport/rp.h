@@ -9,7 +9,8 @@
  *   rp_conn.c            a connection's state machine, run by workers
  *   rp_poll*.c           readiness backends (epoll)
  *   rp_timeq.c           timeout queues of parked connections
- *   rp_queue.c           loop -> worker hand-off with admission control */
+ *   rp_lf.c              leader/followers among a child's workers
+ *   rp_stock.c           a child's stock of idle connection pools */
 #ifndef RP_H
 #define RP_H
 

@@ -44,7 +44,7 @@ static void note_sigterm(int sig, siginfo_t *info, void *uctx)
     (void)uctx;
     if (!info || info->si_pid != getpid()) {
         rp_child.got_sigterm = 1;
-        if (rp_child.poller) {
+        if (rp_child.loop_poller) {
             rp_loop_wakeup();   /* an eventfd write: signal-safe */
         }
     }
@@ -120,22 +120,35 @@ static void shutdown_connections(void)
     pthread_mutex_unlock(&rp_child.conn_lock);
 }
 
+/* Idle workers take turns waiting on the connection poller (rp_lf.h): a
+ * connection that becomes ready wakes the leader, which hands leadership
+ * on and runs the connection itself. */
 static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
 {
     int tid = (int)(apr_uintptr_t)arg;
     worker_score *ws = &ap_scoreboard_image->servers[rp_child.slot][tid];
-    void *item;
 
     ws->pid = getpid();
     ws->tid = apr_os_thread_current();
     ws->generation = rp_state->mpm->my_generation;
-    while (rp_child.mode != RP_UNGRACEFUL) {
+    while (rp_child.mode != RP_UNGRACEFUL && !rp_child.loop_done) {
+        rp_poll_event ev;
+        rp_conn *rc;
+        int n, woken;
+
         ap_update_child_status_from_indexes(rp_child.slot, tid, SERVER_READY,
                                             NULL);
-        if (rp_queue_pop(rp_child.queue, &item) != RP_QUEUE_OK) {
+        rp_loop_worker_idle();
+        if (!rp_lf_lead(rp_child.lf, tid)) {
+            rp_loop_worker_busy();
             break;
         }
-        rp_conn_run(item, thd, tid);
+        n = rp_poller_wait(rp_child.conn_poller, -1, &ev, 1, &woken);
+        rp_lf_handover(rp_child.lf, tid);
+        rp_loop_worker_busy();
+        if (n == 1 && (rc = rp_loop_claim(ev.token))) {
+            rp_conn_dispatch(rc, thd, tid);
+        }
     }
     ap_update_child_status_from_indexes(rp_child.slot, tid,
                                         rp_child.mode == RP_UNGRACEFUL
@@ -153,8 +166,10 @@ static void setup_runtime(void)
 
     apr_pool_create(&rp_child.pruntime, rp_pconf);
     apr_pool_tag(rp_child.pruntime, "mpm_runtime");
-    rp_child.queue = rp_queue_create(n, n);
-    if (!rp_child.queue || (rv = rp_loop_setup()) != APR_SUCCESS) {
+    rp_child.pools = rp_stock_create(n);
+    rp_child.lf = rp_lf_create(n);
+    if (!rp_child.pools || !rp_child.lf
+        || (rv = rp_loop_setup()) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv,
                      ap_server_conf, RP_LOG_TAG "cannot set up the child's "
                      "event loop: check memory and descriptor limits");
@@ -253,13 +268,14 @@ static void stop_threads(rp_stop_mode mode)
     join(rp_child.starter);
     rp_child.mode = mode;
     rp_child.draining = 1;
-    rp_queue_close_intake(rp_child.queue);
     if (rp_child.loop) {
         rp_loop_wakeup();
-        join(rp_child.loop);   /* it terminates the queue for workers */
+        join(rp_child.loop);   /* it releases the workers when done */
     }
     else {
-        rp_queue_terminate(rp_child.queue);
+        rp_child.loop_done = 1;
+        rp_poller_shutdown(rp_child.conn_poller);
+        rp_lf_shutdown(rp_child.lf);
     }
     if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
         rp_child.mode = RP_UNGRACEFUL;

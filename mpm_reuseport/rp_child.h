@@ -1,17 +1,24 @@
 /* A child process's internals, shared by its parts:
- *   rp_child.c   process life: start-up, threads, signals, stopping
- *   rp_loop.c    the event loop thread: accepts, waits on parked
- *                connections and their timers, lingering reads
+ *   rp_child.c   process life: start-up, worker threads, signals, stopping
+ *   rp_loop.c    parking (timer queues, the slot table) and the loop
+ *                thread: accepting with admission control, timeouts,
+ *                draining
  *   rp_conn.c    a connection's state machine, run by workers
- * Ownership: a connection belongs to exactly one thread at a time: a
- * worker while it runs it, else the loop (parked: one-shot armed in the
- * poller and on a timer queue). */
+ * Idle workers take turns waiting on the connection poller (rp_lf.h), so a
+ * ready connection is run by the worker that saw it (no hand-off between
+ * threads).
+ * Ownership: a parked connection (one-shot armed, on a timer queue, its
+ * slot marked parked) belongs to whoever claims its slot first under
+ * park_lock: the worker that got its event, or the loop when its timer
+ * expires.  Events carry slot and generation, so a stale event never
+ * touches a connection that was closed or parked again. */
 #ifndef RP_CHILD_H
 #define RP_CHILD_H
 
 #include "rp.h"
+#include "rp_lf.h"
 #include "rp_poll.h"
-#include "rp_queue.h"
+#include "rp_stock.h"
 #include "rp_timeq.h"
 
 #include "apr_thread_proc.h"
@@ -21,25 +28,21 @@
 
 typedef enum { RP_RUN, RP_GRACEFUL, RP_UNGRACEFUL } rp_stop_mode;
 
-/* What the poller's data pointer designates. */
-typedef enum { RP_POLL_LISTENER = 1, RP_POLL_CONN } rp_poll_kind;
-
 typedef struct rp_listener {
-    rp_poll_kind kind;          /* RP_POLL_LISTENER; first */
     ap_listen_rec *lr;
     int fd;
 } rp_listener;
 
-/* Why a connection is parked with the loop. */
+/* Why a connection is parked. */
 typedef enum {
     RP_PARK_NONE = 0,
+    RP_PARK_NEW,                /* accepted, waiting for its first bytes */
     RP_PARK_KEEPALIVE,          /* waiting for the next request */
     RP_PARK_IO,                 /* write completion or a module's wait */
     RP_PARK_LINGER              /* lingering close: reading to EOF */
 } rp_park;
 
 typedef struct rp_conn {
-    rp_poll_kind kind;          /* RP_POLL_CONN; first */
     conn_state_t pub;           /* c->cs */
     conn_rec *c;                /* NULL until a worker creates it */
     apr_pool_t *pool;           /* everything of the connection */
@@ -48,26 +51,45 @@ typedef struct rp_conn {
     int registered;             /* known to the poller */
     int pre_closed;             /* pre_close_connection hooks ran */
     ap_sb_handle_t *sbh;
-    rp_park park;
+    rp_park park;               /* why it is (or was last) parked */
     rp_timer timer;             /* on a timer queue while parked */
+    int slot;                   /* in the slot table; -1 before parking */
+    apr_time_t linger_until;    /* lingering close gives up then */
 } rp_conn;
+
+/* Slot table entry (permanent memory: stale events may look at it). */
+typedef struct rp_slot {
+    rp_conn *rc;                /* NULL: free */
+    apr_uint32_t gen;           /* bumped at every park and claim */
+    int parked;
+} rp_slot;
 
 typedef struct rp_child_state {
     int slot, bucket;
     apr_pool_t *pchild;
     apr_pool_t *pruntime;       /* outlives connection pools */
-    rp_queue *queue;
-    rp_poller *poller;
+    rp_stock *pools;            /* idle connection pools for reuse */
+    rp_poller *conn_poller;     /* parked connections; idle workers wait */
+    rp_lf *lf;                  /* ... one at a time, latest idle first */
+    rp_poller *loop_poller;     /* listeners; the loop waits */
     rp_listener *listeners;
     int nlisteners;
 
-    /* Parked connections' timers; lock taken by workers parking and by
-     * the loop.  loop_wake_at: when the loop's current wait ends (0: not
-     * before a wake-up), so a worker parking an earlier timer wakes it. */
-    pthread_mutex_t timers_lock;
-    rp_timeqs keepalive_qs, io_qs;
-    rp_timeq linger_q;
+    /* Parking: timers and slots, under park_lock.  loop_wake_at: when the
+     * loop's current wait ends (0: not before a wake-up), so a worker
+     * parking an earlier timer wakes it. */
+    pthread_mutex_t park_lock;
+    rp_timeqs new_qs, keepalive_qs, io_qs, linger_qs;
     apr_time_t loop_wake_at;
+    rp_slot *slots;
+    int nslots;
+    int *free_list, nfree;      /* stack of free slot indexes */
+
+    /* Admission: workers waiting on conn_poller, and new connections
+     * parked for them; the loop accepts only while idle > pending. */
+    apr_uint32_t idle_workers;
+    apr_uint32_t pending_new;
+    apr_uint32_t listeners_paused;
 
     apr_thread_t *starter, *loop, **workers;
     apr_uint32_t workers_running;
@@ -95,7 +117,7 @@ void rp_child_request_stop(rp_stop_mode mode);
 void rp_child_publish_connection(int tid, conn_rec *c, apr_socket_t *sock);
 
 /* rp_conn.c: workers */
-void rp_conn_run(rp_conn *rc, apr_thread_t *thd, int tid);
+void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid);
 /* rp_conn.c: closing (any owner) */
 void rp_conn_close(rp_conn *rc);       /* now, no lingering */
 void rp_conn_release(rp_conn *rc);     /* socket already closed */
@@ -104,8 +126,15 @@ void rp_conn_release(rp_conn *rc);     /* socket already closed */
 apr_status_t rp_loop_setup(void);
 void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg);
 void rp_loop_wakeup(void);
-/* Park: put rc on the right timer queue and arm it (worker side). */
+/* Park rc: timer, slot, then arm it (rc may be gone when this returns). */
 void rp_loop_park(rp_conn *rc, rp_park why, int events,
                   apr_interval_time_t timeout);
+/* The parked connection an event names, now ours; NULL if stale. */
+rp_conn *rp_loop_claim(uint64_t token);
+/* A worker is about to wait on conn_poller / just woke up. */
+void rp_loop_worker_idle(void);
+void rp_loop_worker_busy(void);
+/* Give back rc's slot (when it is closed). */
+void rp_loop_unslot(rp_conn *rc);
 
 #endif

@@ -1,7 +1,7 @@
 /* A connection's life in a worker: create it, run httpd's
  * process_connection hooks for one request (the async contract: they return
  * with c->cs->state saying what the connection waits for), flush what is
- * left to write, then park it with the loop or close it.  Workers never
+ * left to write, then park it (rp_loop_park) or close it.  Workers never
  * wait for a client between requests. */
 #include "rp_child.h"
 
@@ -10,10 +10,15 @@
 #include "http_vhost.h"
 #include "util_filter.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
-/* After our FIN, how long to read what the client still sends. */
+/* After our FIN we read what the client still sends: until 2 s pass
+ * without data, 30 s at most. */
 #define RP_LINGER_TIMEOUT apr_time_from_sec(2)
+#define RP_LINGER_MAX apr_time_from_sec(30)
+#define RP_LINGER_READS 16             /* reads per event: no monopoly */
 
 typedef enum {
     RP_NEXT_KEEPALIVE,          /* park: wait for the next request */
@@ -34,9 +39,10 @@ void rp_conn_release(rp_conn *rc)
 {
     apr_pool_t *p = rc->pool;
 
+    rp_loop_unslot(rc);
     apr_atomic_dec32(&rp_child.live_conns);
     apr_pool_clear(p);          /* rc lives in p */
-    if (!rp_queue_give_pool(rp_child.queue, p)) {
+    if (!rp_stock_give(rp_child.pools, p)) {
         apr_pool_destroy(p);
     }
 }
@@ -44,9 +50,9 @@ void rp_conn_release(rp_conn *rc)
 void rp_conn_close(rp_conn *rc)
 {
     if (rc->registered) {
-        /* A forked CGI may briefly share the descriptor: unregister so no
-         * event can name this connection after its pool is reused. */
-        rp_poller_forget(rp_child.poller, rc->fd);
+        /* A forked CGI may briefly share the descriptor: unregister, so
+         * the poller holds nothing of it (stale tokens are harmless). */
+        rp_poller_forget(rp_child.conn_poller, rc->fd);
     }
     if (rc->c && !rc->pre_closed) {
         rc->pre_closed = 1;
@@ -164,6 +170,7 @@ static int start_lingering(rp_conn *rc)
         return 1;
     }
     apr_socket_timeout_set(rc->sock, 0);
+    rc->linger_until = apr_time_now() + RP_LINGER_MAX;
     return 0;
 }
 
@@ -232,7 +239,7 @@ static void note_suspended(rp_conn *rc)
     apr_atomic_dec32(&rp_child.live_conns);
 }
 
-void rp_conn_run(rp_conn *rc, apr_thread_t *thd, int tid)
+static void run(rp_conn *rc, apr_thread_t *thd, int tid)
 {
     rp_next next;
 
@@ -246,7 +253,7 @@ void rp_conn_run(rp_conn *rc, apr_thread_t *thd, int tid)
     }
     rp_child_publish_connection(tid, rc->c, rc->sock);
     next = advance(rc);
-    /* Unpublish before the loop may own it again. */
+    /* Unpublish before another thread may own it again. */
     rp_child_publish_connection(tid, NULL, NULL);
     switch (next) {
     case RP_NEXT_KEEPALIVE:
@@ -268,4 +275,50 @@ void rp_conn_run(rp_conn *rc, apr_thread_t *thd, int tid)
         note_suspended(rc);
         break;
     }
+}
+
+/* Lingering close: discard what the client still sends until EOF. */
+static void linger_read(rp_conn *rc)
+{
+    char buf[512];
+    int i;
+
+    for (i = 0; i < RP_LINGER_READS; i++) {
+        ssize_t n = recv(rc->fd, buf, sizeof(buf), 0);
+        if (n > 0) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK
+                      || errno == EINTR)) {
+            break;
+        }
+        rp_conn_close(rc);      /* EOF or error: done */
+        return;
+    }
+    if (apr_time_now() >= rc->linger_until) {
+        rp_conn_close(rc);
+        return;
+    }
+    rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
+}
+
+void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
+{
+    switch (rc->park) {
+    case RP_PARK_LINGER:
+        linger_read(rc);
+        return;
+    case RP_PARK_KEEPALIVE:
+        rc->pub.state = CONN_STATE_PROCESSING;
+        break;
+    case RP_PARK_IO:
+        if (rc->pub.state == CONN_STATE_ASYNC_WAITIO) {
+            rc->pub.state = CONN_STATE_PROCESSING;
+        }
+        break;
+    default:                    /* RP_PARK_NEW */
+        break;
+    }
+    rc->park = RP_PARK_NONE;
+    run(rc, thd, tid);
 }

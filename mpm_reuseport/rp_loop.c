@@ -1,27 +1,32 @@
-/* A child's event loop thread.  It owns every connection that is not being
- * processed: it accepts (only while a worker is idle for the connection),
- * waits for parked connections to become ready and hands them to workers,
- * enforces their timeouts, and does lingering closes by itself.  When the
- * child stops it stops listening, closes idle keep-alive connections and
- * returns once no connection is left (at once if the stop is ungraceful). */
+/* Parking and the loop thread.
+ * Parking (any worker): a connection waiting for readiness goes on a timer
+ * queue, gets a slot and generation, and is armed one-shot on conn_poller,
+ * where idle workers wait; the first to claim it (a worker on its event,
+ * or the loop on its timer) owns it.
+ * The loop thread: accepts (only while a worker is idle for the new
+ * connection, else the listeners are paused and connections stay in the
+ * kernel's queue for a sibling), closes what times out, and when the child
+ * stops, stops listening, closes idle keep-alive connections and returns
+ * once none is left (at once if the stop is ungraceful). */
 #include "rp_child.h"
 
 #include "apr_atomic.h"
 #include "http_connection.h"
 
 #include <errno.h>
-#include <sys/socket.h>
+#include <stdlib.h>
 
 #define RP_ACCEPT_STREAK 16            /* accepts per readiness event */
-#define RP_MAX_EVENTS 256
+#define RP_MAX_EVENTS 64
 /* While draining: check every so often, and give a keep-alive connection
  * this long to send the request that may already be on its way. */
 #define RP_DRAIN_TICK apr_time_from_msec(50)
 #define RP_IDLE_GRACE apr_time_from_msec(250)
-#define RP_LINGER_READS 16             /* reads per event: no starvation */
+/* While workers are busy: how soon a free leadership gets a leader. */
+#define RP_LF_TICK apr_time_from_msec(1)
 
 static struct {
-    int paused;                 /* listeners not polled (no idle worker) */
+    int paused;                 /* listeners not polled */
     apr_time_t resume_at;       /* after an accept error: retry then */
     int listening;
     int accept_error_logged;
@@ -29,13 +34,7 @@ static struct {
 
 void rp_loop_wakeup(void)
 {
-    rp_poller_wakeup(rp_child.poller);
-}
-
-static void wakeup_cb(void *baton)
-{
-    (void)baton;
-    rp_loop_wakeup();
+    rp_poller_wakeup(rp_child.loop_poller);
 }
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -46,7 +45,8 @@ apr_status_t rp_loop_setup(void)
     apr_status_t rv;
     int i = 0;
 
-    if ((rv = rp_poller_create(&rp_child.poller, rp_child.pruntime))) {
+    if ((rv = rp_poller_create(&rp_child.loop_poller, rp_child.pruntime))
+        || (rv = rp_poller_create(&rp_child.conn_poller, rp_child.pruntime))) {
         return rv;
     }
     for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
@@ -54,34 +54,87 @@ apr_status_t rp_loop_setup(void)
     }
     rp_child.listeners = apr_pcalloc(rp_child.pruntime, rp_child.nlisteners
                                      * sizeof(*rp_child.listeners));
-    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
-        rp_listener *l = &rp_child.listeners[i++];
-        l->kind = RP_POLL_LISTENER;
+    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next, i++) {
+        rp_listener *l = &rp_child.listeners[i];
         l->lr = lr;
         apr_os_sock_get(&l->fd, lr->sd);
-        if ((rv = rp_poller_watch_listener(rp_child.poller, l->fd, l))) {
+        if ((rv = rp_poller_watch_listener(rp_child.loop_poller, l->fd, i))) {
             return rv;
         }
     }
-    pthread_mutex_init(&rp_child.timers_lock, NULL);
-    rp_timeq_init(&rp_child.linger_q, 0); /* timeout set per park */
+    pthread_mutex_init(&rp_child.park_lock, NULL);
     loop.listening = 1;
     return APR_SUCCESS;
+}
+
+/* ---- slots (under park_lock) ---------------------------------------------- */
+
+static int slot_alloc_locked(rp_conn *rc)
+{
+    int idx;
+
+    if (!rp_child.nfree) {
+        int n = rp_child.nslots ? rp_child.nslots * 2 : 64, i;
+        rp_slot *slots = realloc(rp_child.slots, n * sizeof(*slots));
+        int *free_list = slots ? realloc(rp_child.free_list,
+                                         n * sizeof(*free_list)) : NULL;
+        if (slots) {
+            rp_child.slots = slots;
+        }
+        if (!free_list) {
+            return -1;
+        }
+        rp_child.free_list = free_list;
+        for (i = n - 1; i >= rp_child.nslots; i--) {
+            slots[i].rc = NULL;
+            slots[i].gen = 0;
+            slots[i].parked = 0;
+            free_list[rp_child.nfree++] = i;
+        }
+        rp_child.nslots = n;
+    }
+    idx = rp_child.free_list[--rp_child.nfree];
+    rp_child.slots[idx].rc = rc;
+    rp_child.slots[idx].parked = 0;
+    return idx;
+}
+
+void rp_loop_unslot(rp_conn *rc)
+{
+    if (rc->slot < 0) {
+        return;
+    }
+    pthread_mutex_lock(&rp_child.park_lock);
+    rp_child.slots[rc->slot].rc = NULL;
+    rp_child.slots[rc->slot].gen++;
+    rp_child.free_list[rp_child.nfree++] = rc->slot;
+    pthread_mutex_unlock(&rp_child.park_lock);
+    rc->slot = -1;
+}
+
+/* Take a parked connection out of the parking (under park_lock). */
+static void unpark_locked(rp_conn *rc)
+{
+    rp_slot *s = &rp_child.slots[rc->slot];
+
+    s->parked = 0;
+    s->gen++;
+    rp_timer_remove(&rc->timer);
+    if (rc->park == RP_PARK_NEW) {
+        apr_atomic_dec32(&rp_child.pending_new);
+    }
 }
 
 /* ---- parking (worker side) --------------------------------------------- */
 
 static rp_timeq *queue_for(rp_park why, apr_interval_time_t timeout)
 {
-    rp_timeqs *set = why == RP_PARK_KEEPALIVE ? &rp_child.keepalive_qs
-                                              : &rp_child.io_qs;
-    rp_timeq *q;
+    rp_timeqs *set = why == RP_PARK_NEW ? &rp_child.new_qs
+                     : why == RP_PARK_KEEPALIVE ? &rp_child.keepalive_qs
+                     : why == RP_PARK_IO ? &rp_child.io_qs
+                     : &rp_child.linger_qs;
+    rp_timeq *q = rp_timeqs_get(set, timeout);
 
-    if (why == RP_PARK_LINGER) {
-        rp_child.linger_q.timeout = timeout;
-        return &rp_child.linger_q;
-    }
-    q = rp_timeqs_get(set, timeout);
     return q ? q : rp_timeqs_nearest(set, timeout);
 }
 
@@ -98,21 +151,35 @@ static void log_park_failure(apr_status_t rv)
     }
 }
 
+static uint64_t token_of(int slot, apr_uint32_t gen)
+{
+    return ((uint64_t)(apr_uint32_t)slot << 32) | gen;
+}
+
 void rp_loop_park(rp_conn *rc, rp_park why, int events,
                   apr_interval_time_t timeout)
 {
     apr_status_t rv;
-    rp_timeq *q;
+    rp_timeq *q = NULL;
+    uint64_t token = 0;
     int wake = 0;
 
     if (rp_child.loop_done) {
         rp_conn_close(rc);      /* ungraceful stop: nobody would watch it */
         return;
     }
-    pthread_mutex_lock(&rp_child.timers_lock);
-    q = queue_for(why, timeout);
-    if (q) {
+    pthread_mutex_lock(&rp_child.park_lock);
+    if (rc->slot < 0) {
+        rc->slot = slot_alloc_locked(rc);
+    }
+    if (rc->slot >= 0 && (q = queue_for(why, timeout))) {
+        rp_slot *s = &rp_child.slots[rc->slot];
+        s->parked = 1;
+        token = token_of(rc->slot, ++s->gen);
         rc->park = why;
+        if (why == RP_PARK_NEW) {
+            apr_atomic_inc32(&rp_child.pending_new);
+        }
         rp_timeq_append(q, &rc->timer, apr_time_now());
         if (!rp_child.loop_wake_at
             || rc->timer.expires < rp_child.loop_wake_at) {
@@ -120,18 +187,16 @@ void rp_loop_park(rp_conn *rc, rp_park why, int events,
             wake = 1;
         }
     }
-    pthread_mutex_unlock(&rp_child.timers_lock);
+    pthread_mutex_unlock(&rp_child.park_lock);
     if (!q) {
         log_park_failure(APR_ENOMEM);
         rp_conn_close(rc);
         return;
     }
-    /* From here on the loop may own rc. */
-    rv = rp_poller_arm(rp_child.poller, rc->fd, events, rc, &rc->registered);
-    if (rv != APR_SUCCESS) {
-        pthread_mutex_lock(&rp_child.timers_lock);
-        rp_timer_remove(&rc->timer);
-        pthread_mutex_unlock(&rp_child.timers_lock);
+    /* From here on a worker or the loop may own rc. */
+    rv = rp_poller_arm(rp_child.conn_poller, rc->fd, events, token,
+                       &rc->registered);
+    if (rv != APR_SUCCESS && (rc = rp_loop_claim(token))) {
         log_park_failure(rv);
         rp_conn_close(rc);
     }
@@ -140,19 +205,23 @@ void rp_loop_park(rp_conn *rc, rp_park why, int events,
     }
 }
 
-static void stop_listening(void);
-
-/* ---- accepting ----------------------------------------------------------- */
-
-/* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
-static void count_connection(void)
+rp_conn *rp_loop_claim(uint64_t token)
 {
-    if (ap_max_requests_per_child > 0
-        && apr_atomic_dec32(&rp_child.conns_left) == 0) {
-        rp_child_request_stop(RP_GRACEFUL);
-        stop_listening();
+    unsigned idx = (unsigned)(token >> 32);
+    apr_uint32_t gen = (apr_uint32_t)token;
+    rp_conn *rc = NULL;
+
+    pthread_mutex_lock(&rp_child.park_lock);
+    if (idx < (unsigned)rp_child.nslots && rp_child.slots[idx].parked
+        && rp_child.slots[idx].gen == gen) {
+        rc = rp_child.slots[idx].rc;
+        unpark_locked(rc);
     }
+    pthread_mutex_unlock(&rp_child.park_lock);
+    return rc;
 }
+
+/* ---- admission ------------------------------------------------------------ */
 
 static void pause_listeners(int paused)
 {
@@ -162,15 +231,60 @@ static void pause_listeners(int paused)
         return;
     }
     for (i = 0; i < rp_child.nlisteners; i++) {
-        rp_listener *l = &rp_child.listeners[i];
-        rp_poller_pause_listener(rp_child.poller, l->fd, l, paused);
+        rp_poller_pause_listener(rp_child.loop_poller,
+                                 rp_child.listeners[i].fd, i, paused);
     }
     loop.paused = paused;
 }
 
+static int worker_available(void)
+{
+    return apr_atomic_read32(&rp_child.idle_workers)
+           > apr_atomic_read32(&rp_child.pending_new);
+}
+
+/* Workers and the loop pair up with full barriers (apr_atomic_* are):
+ * either the worker sees listeners_paused and wakes the loop, or the loop
+ * sees the idle worker after pausing. */
+void rp_loop_worker_idle(void)
+{
+    apr_atomic_inc32(&rp_child.idle_workers);
+    if (apr_atomic_cas32(&rp_child.listeners_paused, 0, 0)) {
+        rp_loop_wakeup();
+    }
+}
+
+void rp_loop_worker_busy(void)
+{
+    apr_atomic_dec32(&rp_child.idle_workers);
+}
+
+static void no_worker_available(void)
+{
+    pause_listeners(1);
+    apr_atomic_set32(&rp_child.listeners_paused, 1);
+    apr_atomic_cas32(&rp_child.listeners_paused, 1, 1); /* full barrier */
+    if (worker_available()) {
+        apr_atomic_set32(&rp_child.listeners_paused, 0);
+        pause_listeners(0);
+    }
+}
+
+static void resume_if_worker_available(void)
+{
+    if (loop.paused && !loop.resume_at && worker_available()) {
+        apr_atomic_set32(&rp_child.listeners_paused, 0);
+        pause_listeners(0);
+    }
+}
+
+/* ---- accepting ----------------------------------------------------------- */
+
+static void stop_listening(void);
+
 static apr_pool_t *connection_pool(void)
 {
-    apr_pool_t *p = rp_queue_take_pool(rp_child.queue);
+    apr_pool_t *p = rp_stock_take(rp_child.pools);
     apr_allocator_t *allocator;
 
     if (p) {
@@ -214,14 +328,15 @@ static void accept_failed(ap_listen_rec *lr, apr_status_t rv)
                      + apr_time_from_msec(is_resource_shortage(rv) ? 100 : 10);
 }
 
-static void hand_to_worker(rp_conn *rc)
+/* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
+static void count_connection(void)
 {
-    if (rp_queue_push(rp_child.queue, rc) != RP_QUEUE_OK) {
-        log_park_failure(APR_ENOMEM);
-        rp_conn_close(rc);
+    if (ap_max_requests_per_child > 0
+        && apr_atomic_dec32(&rp_child.conns_left) == 0) {
+        rp_child_request_stop(RP_GRACEFUL);
+        stop_listening();
     }
 }
-
 
 /* 0 when the listener is drained (or we must not take more). */
 static int accept_one(rp_listener *l)
@@ -231,14 +346,14 @@ static int accept_one(rp_listener *l)
     apr_status_t rv;
     rp_conn *rc;
 
-    if (!rp_queue_has_idler_or_watch(rp_child.queue, wakeup_cb, NULL)) {
-        pause_listeners(1);     /* the next idle worker wakes us */
+    if (!worker_available()) {
+        no_worker_available();
         return 0;
     }
     p = connection_pool();
     rv = apr_socket_accept(&sock, l->lr->sd, p);
     if (rv != APR_SUCCESS) {
-        if (!rp_queue_give_pool(rp_child.queue, p)) {
+        if (!rp_stock_give(rp_child.pools, p)) {
             apr_pool_destroy(p);
         }
         if (!is_transient(rv)) {
@@ -247,14 +362,16 @@ static int accept_one(rp_listener *l)
         return 0;
     }
     rc = apr_pcalloc(p, sizeof(*rc));
-    rc->kind = RP_POLL_CONN;
     rc->pool = p;
     rc->sock = sock;
+    rc->slot = -1;
     apr_os_sock_get(&rc->fd, sock);
     rp_timer_init(&rc->timer);
     apr_atomic_inc32(&rp_child.live_conns);
     count_connection();
-    hand_to_worker(rc);
+    /* A worker takes it once its first bytes are in (at once, with the
+     * default AcceptFilter); until then it holds no thread. */
+    rp_loop_park(rc, RP_PARK_NEW, RP_POLL_IN, ap_server_conf->timeout);
     return 1;
 }
 
@@ -267,67 +384,6 @@ static void accept_ready(rp_listener *l)
     }
 }
 
-/* ---- parked connections ------------------------------------------------- */
-
-static void unqueue(rp_conn *rc)
-{
-    pthread_mutex_lock(&rp_child.timers_lock);
-    rp_timer_remove(&rc->timer);
-    pthread_mutex_unlock(&rp_child.timers_lock);
-}
-
-/* Lingering close: discard what the client still sends until EOF. */
-static void linger_read(rp_conn *rc)
-{
-    char buf[512];
-    int i;
-
-    for (i = 0; i < RP_LINGER_READS; i++) {
-        ssize_t n = recv(rc->fd, buf, sizeof(buf), 0);
-        if (n > 0) {
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK
-                      || errno == EINTR)) {
-            break;
-        }
-        unqueue(rc);            /* EOF or error: done */
-        rp_conn_close(rc);
-        return;
-    }
-    if (rp_poller_arm(rp_child.poller, rc->fd, RP_POLL_IN, rc,
-                      &rc->registered) != APR_SUCCESS) {
-        unqueue(rc);
-        rp_conn_close(rc);
-    }
-}
-
-static void conn_ready(rp_conn *rc)
-{
-    rp_park why = rc->park;
-
-    if (why == RP_PARK_LINGER) {
-        linger_read(rc);        /* its timer keeps running */
-        return;
-    }
-    unqueue(rc);
-    rc->park = RP_PARK_NONE;
-    if (why == RP_PARK_KEEPALIVE || rc->pub.state == CONN_STATE_ASYNC_WAITIO) {
-        rc->pub.state = CONN_STATE_PROCESSING;
-    }
-    hand_to_worker(rc);
-}
-
-static void dispatch(const rp_poll_event *ev)
-{
-    if (*(rp_poll_kind *)ev->data == RP_POLL_LISTENER) {
-        accept_ready(ev->data);
-    }
-    else {
-        conn_ready(ev->data);
-    }
-}
-
 /* ---- timers -------------------------------------------------------------- */
 
 static rp_conn *conn_of(rp_timer *t)
@@ -335,25 +391,29 @@ static rp_conn *conn_of(rp_timer *t)
     return (rp_conn *)((char *)t - APR_OFFSETOF(rp_conn, timer));
 }
 
-/* Take up to max timers that satisfy the test off q (oldest first). */
-static int take_expired(rp_timeq *q, apr_time_t now, apr_time_t idle_for,
+/* Claim up to max connections of q that expired (or, with idle_for, have
+ * been parked that long), oldest first. */
+static int take_expired(rp_timeqs *set, apr_time_t now, apr_time_t idle_for,
                         rp_conn **out, int max)
 {
-    int n = 0;
+    int n = 0, i;
     rp_timer *t;
 
-    while (n < max && (t = rp_timeq_first(q))) {
-        apr_time_t parked_at = t->expires - q->timeout;
-        if (t->expires > now && now - parked_at < idle_for) {
-            break;
+    for (i = 0; i < set->n && n < max; i++) {
+        rp_timeq *q = set->qs[i];
+        while (n < max && (t = rp_timeq_first(q))) {
+            apr_time_t parked_at = t->expires - q->timeout;
+            if (t->expires > now && (!idle_for || now - parked_at < idle_for)) {
+                break;
+            }
+            out[n] = conn_of(t);
+            unpark_locked(out[n++]);
         }
-        rp_timer_remove(t);
-        out[n++] = conn_of(t);
     }
     return n;
 }
 
-/* Close what expired; with idle_for > 0 (draining) also keep-alive
+/* Close what expired; with idle_for (draining) also keep-alive
  * connections idle that long. */
 static void expire(apr_time_t idle_for)
 {
@@ -362,19 +422,12 @@ static void expire(apr_time_t idle_for)
 
     while (more) {
         apr_time_t now = apr_time_now();
-        apr_time_t never = APR_INT64_MAX;
-        n = 0;
-        pthread_mutex_lock(&rp_child.timers_lock);
-        for (i = 0; i < rp_child.keepalive_qs.n && n < 64; i++) {
-            n += take_expired(rp_child.keepalive_qs.qs[i], now,
-                              idle_for ? idle_for : never, batch + n, 64 - n);
-        }
-        for (i = 0; i < rp_child.io_qs.n && n < 64; i++) {
-            n += take_expired(rp_child.io_qs.qs[i], now, never, batch + n,
-                              64 - n);
-        }
-        n += take_expired(&rp_child.linger_q, now, never, batch + n, 64 - n);
-        pthread_mutex_unlock(&rp_child.timers_lock);
+        pthread_mutex_lock(&rp_child.park_lock);
+        n = take_expired(&rp_child.keepalive_qs, now, idle_for, batch, 64);
+        n += take_expired(&rp_child.new_qs, now, 0, batch + n, 64 - n);
+        n += take_expired(&rp_child.io_qs, now, 0, batch + n, 64 - n);
+        n += take_expired(&rp_child.linger_qs, now, 0, batch + n, 64 - n);
+        pthread_mutex_unlock(&rp_child.park_lock);
         more = n == 64;
         for (i = 0; i < n; i++) {
             rp_conn_close(batch[i]);
@@ -389,7 +442,7 @@ static void publish_counts(void)
     ps->connections = apr_atomic_read32(&rp_child.live_conns);
     ps->keep_alive = (apr_uint32_t)rp_timeqs_count(&rp_child.keepalive_qs);
     ps->write_completion = (apr_uint32_t)rp_timeqs_count(&rp_child.io_qs);
-    ps->lingering_close = (apr_uint32_t)rp_child.linger_q.count;
+    ps->lingering_close = (apr_uint32_t)rp_timeqs_count(&rp_child.linger_qs);
     ps->suspended = apr_atomic_read32(&rp_child.suspended);
 }
 
@@ -402,24 +455,28 @@ static apr_time_t earliest(apr_time_t a, apr_time_t b)
 static int plan_wait(int draining)
 {
     apr_time_t now = apr_time_now(), next;
+    int busy = rp_lf_tick(rp_child.lf);
 
-    pthread_mutex_lock(&rp_child.timers_lock);
+    pthread_mutex_lock(&rp_child.park_lock);
     next = earliest(rp_timeqs_next_expiry(&rp_child.keepalive_qs),
                     rp_timeqs_next_expiry(&rp_child.io_qs));
-    next = earliest(next, rp_timeq_next_expiry(&rp_child.linger_q));
+    next = earliest(next, rp_timeqs_next_expiry(&rp_child.new_qs));
+    next = earliest(next, rp_timeqs_next_expiry(&rp_child.linger_qs));
     next = earliest(next, loop.resume_at);
     if (draining) {
         next = earliest(next, now + RP_DRAIN_TICK);
     }
+    if (busy) {
+        next = earliest(next, now + RP_LF_TICK);
+    }
     rp_child.loop_wake_at = next > 0 ? next : 0;
     publish_counts();
-    pthread_mutex_unlock(&rp_child.timers_lock);
+    pthread_mutex_unlock(&rp_child.park_lock);
     if (next <= 0) {
         return -1;
     }
     return next <= now ? 0 : (int)((next - now + 999) / 1000);
 }
-
 
 /* ---- stopping ------------------------------------------------------------ */
 
@@ -431,22 +488,17 @@ static void stop_listening(void)
     process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
     int i;
 
+    if (!loop.listening) {
+        return;
+    }
     for (i = 0; i < rp_child.nlisteners; i++) {
-        rp_poller_forget(rp_child.poller, rp_child.listeners[i].fd);
+        rp_poller_forget(rp_child.loop_poller, rp_child.listeners[i].fd);
     }
     loop.listening = 0;
     ap_close_listeners_ex(rp_buckets[rp_child.bucket].listeners);
     rp_child.draining = 1;
     ps->quiescing = 1;
     ps->not_accepting = 1;
-}
-
-static void on_wakeup(void)
-{
-    if (loop.paused && !loop.resume_at
-        && rp_queue_has_idler(rp_child.queue)) {
-        pause_listeners(0);
-    }
 }
 
 static void retry_listeners(void)
@@ -469,27 +521,26 @@ void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg)
         if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
             break;
         }
-        if (rp_child.mode != RP_RUN && loop.listening) {
+        if (rp_child.mode != RP_RUN) {
             stop_listening();
         }
         if (!loop.listening && !apr_atomic_read32(&rp_child.live_conns)) {
             break;
         }
-        n = rp_poller_wait(rp_child.poller, plan_wait(!loop.listening), ev,
-                           RP_MAX_EVENTS, &woken);
+        n = rp_poller_wait(rp_child.loop_poller, plan_wait(!loop.listening),
+                           ev, RP_MAX_EVENTS, &woken);
         for (i = 0; i < n; i++) {
-            dispatch(&ev[i]);
+            accept_ready(&rp_child.listeners[ev[i].token]);
         }
         if (woken) {
-            on_wakeup();
+            resume_if_worker_available();
         }
         retry_listeners();
         expire(loop.listening ? 0 : RP_IDLE_GRACE);
     }
-    if (loop.listening) {
-        stop_listening();
-    }
+    stop_listening();
     rp_child.loop_done = 1;
-    rp_queue_terminate(rp_child.queue);
+    rp_poller_shutdown(rp_child.conn_poller);   /* workers leave */
+    rp_lf_shutdown(rp_child.lf);
     return NULL;
 }

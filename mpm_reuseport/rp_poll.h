@@ -1,13 +1,17 @@
-/* The event loop's readiness seam.  Listeners are watched level-triggered
- * and can be paused (admission control); connections are armed one-shot:
- * an event disarms the descriptor, so exactly one thread owns a connection
- * at a time and re-arming is a single call.  One backend per OS:
- * rp_poll_epoll.c (Linux); kqueue (EV_DISPATCH) fits the same contract. */
+/* Readiness seam.  Listeners are watched level-triggered and can be paused
+ * (admission control); connections are armed one-shot: an event disarms
+ * the descriptor, so one waiting thread gets it and re-arming is a single
+ * call.  Several threads may wait on one poller; each event goes to one.
+ * Events carry a 64-bit token given when watching or arming.  One backend
+ * per OS: rp_poll_epoll.c (Linux); kqueue (EV_DISPATCH) fits the same
+ * contract. */
 #ifndef RP_POLL_H
 #define RP_POLL_H
 
 #include "apr_pools.h"
 #include "apr_errno.h"
+
+#include <stdint.h>
 
 typedef struct rp_poller rp_poller;
 
@@ -16,20 +20,20 @@ typedef struct rp_poller rp_poller;
 #define RP_POLL_HUP  4          /* error or hang-up: read to find out */
 
 typedef struct rp_poll_event {
-    void *data;                 /* as given when watched or armed */
+    uint64_t token;             /* as given when watched or armed */
     int events;                 /* RP_POLL_* */
 } rp_poll_event;
 
 /* Descriptors are closed with the pool. */
 apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p);
 
-apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, void *data);
-apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, void *data,
+apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token);
+apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, uint64_t token,
                                       int paused);
 
 /* Arm fd for one event of `events`; *registered tracks whether the
  * backend knows fd already (start with 0; it is set here). */
-apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, void *data,
+apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, uint64_t token,
                            int *registered);
 
 /* Stop watching fd (before it is closed while still armed elsewhere). */
@@ -43,5 +47,8 @@ int rp_poller_wait(rp_poller *pl, int timeout_ms, rp_poll_event *ev,
 
 /* Make the current or next wait return (any thread; async-signal-safe). */
 void rp_poller_wakeup(rp_poller *pl);
+
+/* From now on every wait, in every thread, returns at once with *woken. */
+void rp_poller_shutdown(rp_poller *pl);
 
 #endif

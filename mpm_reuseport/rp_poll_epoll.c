@@ -13,8 +13,11 @@
 struct rp_poller {
     int epfd;
     int wakefd;
-    char wake_tag;              /* its address marks the eventfd's events */
+    volatile int shut;          /* wake-ups are no longer consumed */
 };
+
+/* The eventfd's token: no listener or connection token takes it. */
+#define RP_WAKE_TOKEN UINT64_MAX
 
 static apr_status_t close_poller(void *data)
 {
@@ -41,7 +44,7 @@ apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p)
         return rv;
     }
     ev.events = EPOLLIN;
-    ev.data.ptr = &pl->wake_tag;
+    ev.data.u64 = RP_WAKE_TOKEN;
     if (epoll_ctl(pl->epfd, EPOLL_CTL_ADD, pl->wakefd, &ev) < 0) {
         apr_status_t rv = errno;
         close_poller(pl);
@@ -52,28 +55,28 @@ apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
-apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, void *data)
+apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token)
 {
     struct epoll_event ev = { 0 };
 
     ev.events = EPOLLIN;
-    ev.data.ptr = data;
+    ev.data.u64 = token;
     return epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? errno
                                                            : APR_SUCCESS;
 }
 
-apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, void *data,
+apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, uint64_t token,
                                       int paused)
 {
     struct epoll_event ev = { 0 };
 
     ev.events = paused ? 0 : EPOLLIN;
-    ev.data.ptr = data;
+    ev.data.u64 = token;
     return epoll_ctl(pl->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? errno
                                                            : APR_SUCCESS;
 }
 
-apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, void *data,
+apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, uint64_t token,
                            int *registered)
 {
     struct epoll_event ev = { 0 };
@@ -83,7 +86,7 @@ apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, void *data,
                 | (events & RP_POLL_IN ? EPOLLIN : 0)
                 | (events & RP_POLL_OUT ? EPOLLOUT : 0);
     add = !*registered;
-    ev.data.ptr = data;
+    ev.data.u64 = token;
     /* Before the call: once armed, another thread may own the connection
      * (and read *registered) before this call returns. */
     *registered = 1;
@@ -126,12 +129,14 @@ int rp_poller_wait(rp_poller *pl, int timeout_ms, rp_poll_event *ev,
     n = epoll_wait(pl->epfd, raw, max, timeout_ms);
     for (i = 0; i < n; i++) {
         uint32_t e = raw[i].events;
-        if (raw[i].data.ptr == &pl->wake_tag) {
-            drain_wakeups(pl);
+        if (raw[i].data.u64 == RP_WAKE_TOKEN) {
+            if (!pl->shut) {
+                drain_wakeups(pl);
+            }
             *woken = 1;
             continue;
         }
-        ev[out].data = raw[i].data.ptr;
+        ev[out].token = raw[i].data.u64;
         ev[out].events = (e & EPOLLIN ? RP_POLL_IN : 0)
                          | (e & EPOLLOUT ? RP_POLL_OUT : 0)
                          | (e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)
@@ -147,5 +152,11 @@ void rp_poller_wakeup(rp_poller *pl)
     ssize_t ignored = write(pl->wakefd, &one, sizeof(one));
 
     (void)ignored;
+}
+
+void rp_poller_shutdown(rp_poller *pl)
+{
+    pl->shut = 1;               /* level-triggered: every waiter sees it */
+    rp_poller_wakeup(pl);
 }
 #endif /* __linux__ */
