@@ -77,6 +77,7 @@ int rp_child_post_read_request(request_rec *r)
     if (rp_child.draining) {
         r->connection->keepalive = AP_CONN_CLOSE;
     }
+    rp_conn_note_request(r);
     return DECLINED;
 }
 
@@ -138,15 +139,20 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
 
         ap_update_child_status_from_indexes(rp_child.slot, tid, SERVER_READY,
                                             NULL);
-        rp_loop_worker_idle();
         if (!rp_lf_lead(rp_child.lf, tid)) {
-            rp_loop_worker_busy();
             break;
         }
         n = rp_poller_wait(rp_child.conn_poller, -1, &ev, 1, &woken);
-        rp_lf_handover(rp_child.lf, tid);
-        rp_loop_worker_busy();
-        if (n == 1 && (rc = rp_loop_claim(ev.token))) {
+        if (rp_lf_handover(rp_child.lf, tid)) {
+            rp_loop_wakeup();
+        }
+        if (n != 1) {
+            continue;
+        }
+        rc = ev.token & RP_LISTENER_TOKEN
+             ? rp_accept((int)(ev.token & ~RP_LISTENER_TOKEN))
+             : rp_loop_claim(ev.token);
+        if (rc) {
             rp_conn_dispatch(rc, thd, tid);
         }
     }

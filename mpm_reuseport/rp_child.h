@@ -1,8 +1,8 @@
 /* A child process's internals, shared by its parts:
  *   rp_child.c   process life: start-up, worker threads, signals, stopping
  *   rp_loop.c    parking (timer queues, the slot table) and the loop
- *                thread: accepting with admission control, timeouts,
- *                draining
+ *                thread: timeouts, draining
+ *   rp_accept.c  accepting, by the leading worker
  *   rp_conn.c    a connection's state machine, run by workers
  * Idle workers take turns waiting on the connection poller (rp_lf.h), so a
  * ready connection is run by the worker that saw it (no hand-off between
@@ -36,7 +36,6 @@ typedef struct rp_listener {
 /* Why a connection is parked. */
 typedef enum {
     RP_PARK_NONE = 0,
-    RP_PARK_NEW,                /* accepted, waiting for its first bytes */
     RP_PARK_KEEPALIVE,          /* waiting for the next request */
     RP_PARK_IO,                 /* write completion or a module's wait */
     RP_PARK_LINGER              /* lingering close: reading to EOF */
@@ -50,6 +49,7 @@ typedef struct rp_conn {
     int fd;
     int registered;             /* known to the poller */
     int pre_closed;             /* pre_close_connection hooks ran */
+    int last_request;           /* the client said it sends no more */
     ap_sb_handle_t *sbh;
     rp_park park;               /* why it is (or was last) parked */
     rp_timer timer;             /* on a timer queue while parked */
@@ -71,7 +71,7 @@ typedef struct rp_child_state {
     rp_stock *pools;            /* idle connection pools for reuse */
     rp_poller *conn_poller;     /* parked connections; idle workers wait */
     rp_lf *lf;                  /* ... one at a time, latest idle first */
-    rp_poller *loop_poller;     /* listeners; the loop waits */
+    rp_poller *loop_poller;     /* the loop waits here (timers, wake-ups) */
     rp_listener *listeners;
     int nlisteners;
 
@@ -79,17 +79,12 @@ typedef struct rp_child_state {
      * loop's current wait ends (0: not before a wake-up), so a worker
      * parking an earlier timer wakes it. */
     pthread_mutex_t park_lock;
-    rp_timeqs new_qs, keepalive_qs, io_qs, linger_qs;
+    rp_timeqs keepalive_qs, io_qs, linger_qs;
     apr_time_t loop_wake_at;
     rp_slot *slots;
     int nslots;
     int *free_list, nfree;      /* stack of free slot indexes */
 
-    /* Admission: workers waiting on conn_poller, and new connections
-     * parked for them; the loop accepts only while idle > pending. */
-    apr_uint32_t idle_workers;
-    apr_uint32_t pending_new;
-    apr_uint32_t listeners_paused;
 
     apr_thread_t *starter, *loop, **workers;
     apr_uint32_t workers_running;
@@ -118,9 +113,19 @@ void rp_child_publish_connection(int tid, conn_rec *c, apr_socket_t *sock);
 
 /* rp_conn.c: workers */
 void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid);
+void rp_conn_note_request(request_rec *r);    /* post_read_request */
 /* rp_conn.c: closing (any owner) */
 void rp_conn_close(rp_conn *rc);       /* now, no lingering */
 void rp_conn_release(rp_conn *rc);     /* socket already closed */
+
+/* rp_accept.c (listener tokens have the top bit set; slot tokens not) */
+#define RP_LISTENER_TOKEN (UINT64_C(1) << 63)
+apr_status_t rp_accept_setup(void);
+rp_conn *rp_accept(int listener);      /* the leader, on its event */
+void rp_accept_stop(void);
+int rp_accept_listening(void);
+apr_time_t rp_accept_rest_until(void); /* 0, or when to rp_accept_retry */
+void rp_accept_retry(void);
 
 /* rp_loop.c */
 apr_status_t rp_loop_setup(void);
@@ -131,9 +136,6 @@ void rp_loop_park(rp_conn *rc, rp_park why, int events,
                   apr_interval_time_t timeout);
 /* The parked connection an event names, now ours; NULL if stale. */
 rp_conn *rp_loop_claim(uint64_t token);
-/* A worker is about to wait on conn_poller / just woke up. */
-void rp_loop_worker_idle(void);
-void rp_loop_worker_busy(void);
 /* Give back rc's slot (when it is closed). */
 void rp_loop_unslot(rp_conn *rc);
 

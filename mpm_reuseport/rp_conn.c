@@ -49,11 +49,8 @@ void rp_conn_release(rp_conn *rc)
 
 void rp_conn_close(rp_conn *rc)
 {
-    if (rc->registered) {
-        /* A forked CGI may briefly share the descriptor: unregister, so
-         * the poller holds nothing of it (stale tokens are harmless). */
-        rp_poller_forget(rp_child.conn_poller, rc->fd);
-    }
+    /* No need to unregister: closing the descriptor does (even if a CGI
+     * forked meanwhile still holds it, its event's token is stale). */
     if (rc->c && !rc->pre_closed) {
         rc->pre_closed = 1;
         ap_prep_lingering_close(rc->c);
@@ -162,11 +159,51 @@ static void after_response(rp_conn *rc)
     }
 }
 
-/* Our FIN goes out now; 1 if the connection should just be closed. */
+/* The client said this request is its last (Connection: close, or
+ * HTTP/1.0 without keep-alive): it sends nothing after it (RFC 9112, 9.6),
+ * so nothing can arrive after our close to make the kernel reset the
+ * connection, and lingering is not needed unless data is already here. */
+void rp_conn_note_request(request_rec *r)
+{
+    conn_rec *c = r->connection;
+    const char *conn = apr_table_get(r->headers_in, "Connection");
+
+    if (c->master || !c->cs) {
+        return;                 /* not one of our connections */
+    }
+    ((rp_conn *)((char *)c->cs - APR_OFFSETOF(rp_conn, pub)))->last_request =
+        conn ? ap_find_token(r->pool, conn, "close")
+               || (r->proto_num < HTTP_VERSION(1, 1)
+                   && !ap_find_token(r->pool, conn, "keep-alive"))
+             : r->proto_num < HTTP_VERSION(1, 1);
+}
+
+/* Nothing unread and nothing more to come: close at once. */
+static int nothing_more_to_read(rp_conn *rc)
+{
+    char byte;
+    ssize_t n;
+
+    if (!rc->last_request || rc->c->data_in_input_filters) {
+        return 0;
+    }
+    n = recv(rc->fd, &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+/* Flush, then either close at once (close() sends our FIN) or send the
+ * FIN now and read what the client still sends; 1 to close at once. */
 static int start_lingering(rp_conn *rc)
 {
-    rc->pre_closed = 1;         /* ap_start_lingering_close runs them */
-    if (ap_start_lingering_close(rc->c)) {
+    conn_rec *c = rc->c;
+
+    rc->pre_closed = 1;
+    if (ap_prep_lingering_close(c)) {
+        return 1;
+    }
+    ap_flush_conn(c);
+    if (c->aborted || nothing_more_to_read(rc)
+        || apr_socket_shutdown(rc->sock, APR_SHUTDOWN_WRITE) != APR_SUCCESS) {
         return 1;
     }
     apr_socket_timeout_set(rc->sock, 0);
@@ -316,7 +353,7 @@ void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
             rc->pub.state = CONN_STATE_PROCESSING;
         }
         break;
-    default:                    /* RP_PARK_NEW */
+    default:                    /* just accepted */
         break;
     }
     rc->park = RP_PARK_NONE;

@@ -17,6 +17,7 @@ struct rp_lf {
     int has_leader;
     int busy;                   /* workers processing */
     int ticking;                /* the loop ticks: lazy hand-over is safe */
+    int tick_asked;             /* a wake-up to start ticking is pending */
     int shut;
     int nthreads;
     rp_follower *followers;
@@ -101,9 +102,10 @@ int rp_lf_lead(rp_lf *lf, int id)
     return !shut;
 }
 
-void rp_lf_handover(rp_lf *lf, int id)
+int rp_lf_handover(rp_lf *lf, int id)
 {
     rp_follower *next = NULL;
+    int want_tick = 0;
 
     pthread_mutex_lock(&lf->lock);
     lf->followers[id].busy = 1;
@@ -113,11 +115,14 @@ void rp_lf_handover(rp_lf *lf, int id)
     }
     else {
         next = promote_locked(lf);
+        want_tick = lf->busy > 1 && !lf->tick_asked;
+        lf->tick_asked |= want_tick;
     }
     pthread_mutex_unlock(&lf->lock);
     if (next) {
         sem_post(&next->sem);
     }
+    return want_tick;
 }
 
 int rp_lf_tick(rp_lf *lf)
@@ -131,6 +136,7 @@ int rp_lf_tick(rp_lf *lf)
     }
     busy = lf->busy > 0;
     lf->ticking = busy;
+    lf->tick_asked = 0;
     pthread_mutex_unlock(&lf->lock);
     if (next) {
         sem_post(&next->sem);

@@ -22,8 +22,10 @@ void rp_lf_destroy(rp_lf *lf);
 /* Block until worker id leads; 0 once shut down (then do not wait). */
 int rp_lf_lead(rp_lf *lf, int id);
 
-/* The leader (id) got an event and goes processing. */
-void rp_lf_handover(rp_lf *lf, int id);
+/* The leader (id) got an event and goes processing.  Returns 1 if the
+ * loop should start ticking (others are busy too, and it does not tick
+ * yet): the caller wakes it, so later hand-overs can be lazy. */
+int rp_lf_handover(rp_lf *lf, int id);
 
 /* The loop's tick: promote a follower if leadership is free.  Returns 1
  * while workers are processing (call again within a millisecond). */

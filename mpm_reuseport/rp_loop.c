@@ -1,13 +1,12 @@
 /* Parking and the loop thread.
  * Parking (any worker): a connection waiting for readiness goes on a timer
  * queue, gets a slot and generation, and is armed one-shot on conn_poller,
- * where idle workers wait; the first to claim it (a worker on its event,
- * or the loop on its timer) owns it.
- * The loop thread: accepts (only while a worker is idle for the new
- * connection, else the listeners are paused and connections stay in the
- * kernel's queue for a sibling), closes what times out, and when the child
- * stops, stops listening, closes idle keep-alive connections and returns
- * once none is left (at once if the stop is ungraceful). */
+ * where the leading worker waits; the first to claim it (a worker on its
+ * event, or the loop on its timer) owns it.
+ * The loop thread closes what times out, promotes a leader when nobody
+ * took over (rp_lf.h), re-watches listeners after an accept error, and when
+ * the child stops, stops listening, closes idle keep-alive connections and
+ * returns once none is left (at once if the stop is ungraceful). */
 #include "rp_child.h"
 
 #include "apr_atomic.h"
@@ -16,21 +15,13 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define RP_ACCEPT_STREAK 16            /* accepts per readiness event */
-#define RP_MAX_EVENTS 64
+#define RP_MAX_EVENTS 16
 /* While draining: check every so often, and give a keep-alive connection
  * this long to send the request that may already be on its way. */
 #define RP_DRAIN_TICK apr_time_from_msec(50)
 #define RP_IDLE_GRACE apr_time_from_msec(250)
 /* While workers are busy: how soon a free leadership gets a leader. */
 #define RP_LF_TICK apr_time_from_msec(1)
-
-static struct {
-    int paused;                 /* listeners not polled */
-    apr_time_t resume_at;       /* after an accept error: retry then */
-    int listening;
-    int accept_error_logged;
-} loop;
 
 void rp_loop_wakeup(void)
 {
@@ -41,30 +32,14 @@ void rp_loop_wakeup(void)
 
 apr_status_t rp_loop_setup(void)
 {
-    ap_listen_rec *lr;
     apr_status_t rv;
-    int i = 0;
 
     if ((rv = rp_poller_create(&rp_child.loop_poller, rp_child.pruntime))
         || (rv = rp_poller_create(&rp_child.conn_poller, rp_child.pruntime))) {
         return rv;
     }
-    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
-        rp_child.nlisteners++;
-    }
-    rp_child.listeners = apr_pcalloc(rp_child.pruntime, rp_child.nlisteners
-                                     * sizeof(*rp_child.listeners));
-    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next, i++) {
-        rp_listener *l = &rp_child.listeners[i];
-        l->lr = lr;
-        apr_os_sock_get(&l->fd, lr->sd);
-        if ((rv = rp_poller_watch_listener(rp_child.loop_poller, l->fd, i))) {
-            return rv;
-        }
-    }
     pthread_mutex_init(&rp_child.park_lock, NULL);
-    loop.listening = 1;
-    return APR_SUCCESS;
+    return rp_accept_setup();
 }
 
 /* ---- slots (under park_lock) ---------------------------------------------- */
@@ -120,17 +95,13 @@ static void unpark_locked(rp_conn *rc)
     s->parked = 0;
     s->gen++;
     rp_timer_remove(&rc->timer);
-    if (rc->park == RP_PARK_NEW) {
-        apr_atomic_dec32(&rp_child.pending_new);
-    }
 }
 
 /* ---- parking (worker side) --------------------------------------------- */
 
 static rp_timeq *queue_for(rp_park why, apr_interval_time_t timeout)
 {
-    rp_timeqs *set = why == RP_PARK_NEW ? &rp_child.new_qs
-                     : why == RP_PARK_KEEPALIVE ? &rp_child.keepalive_qs
+    rp_timeqs *set = why == RP_PARK_KEEPALIVE ? &rp_child.keepalive_qs
                      : why == RP_PARK_IO ? &rp_child.io_qs
                      : &rp_child.linger_qs;
     rp_timeq *q = rp_timeqs_get(set, timeout);
@@ -177,9 +148,6 @@ void rp_loop_park(rp_conn *rc, rp_park why, int events,
         s->parked = 1;
         token = token_of(rc->slot, ++s->gen);
         rc->park = why;
-        if (why == RP_PARK_NEW) {
-            apr_atomic_inc32(&rp_child.pending_new);
-        }
         rp_timeq_append(q, &rc->timer, apr_time_now());
         if (!rp_child.loop_wake_at
             || rc->timer.expires < rp_child.loop_wake_at) {
@@ -219,169 +187,6 @@ rp_conn *rp_loop_claim(uint64_t token)
     }
     pthread_mutex_unlock(&rp_child.park_lock);
     return rc;
-}
-
-/* ---- admission ------------------------------------------------------------ */
-
-static void pause_listeners(int paused)
-{
-    int i;
-
-    if (loop.paused == paused || !loop.listening) {
-        return;
-    }
-    for (i = 0; i < rp_child.nlisteners; i++) {
-        rp_poller_pause_listener(rp_child.loop_poller,
-                                 rp_child.listeners[i].fd, i, paused);
-    }
-    loop.paused = paused;
-}
-
-static int worker_available(void)
-{
-    return apr_atomic_read32(&rp_child.idle_workers)
-           > apr_atomic_read32(&rp_child.pending_new);
-}
-
-/* Workers and the loop pair up with full barriers (apr_atomic_* are):
- * either the worker sees listeners_paused and wakes the loop, or the loop
- * sees the idle worker after pausing. */
-void rp_loop_worker_idle(void)
-{
-    apr_atomic_inc32(&rp_child.idle_workers);
-    if (apr_atomic_cas32(&rp_child.listeners_paused, 0, 0)) {
-        rp_loop_wakeup();
-    }
-}
-
-void rp_loop_worker_busy(void)
-{
-    apr_atomic_dec32(&rp_child.idle_workers);
-}
-
-static void no_worker_available(void)
-{
-    pause_listeners(1);
-    apr_atomic_set32(&rp_child.listeners_paused, 1);
-    apr_atomic_cas32(&rp_child.listeners_paused, 1, 1); /* full barrier */
-    if (worker_available()) {
-        apr_atomic_set32(&rp_child.listeners_paused, 0);
-        pause_listeners(0);
-    }
-}
-
-static void resume_if_worker_available(void)
-{
-    if (loop.paused && !loop.resume_at && worker_available()) {
-        apr_atomic_set32(&rp_child.listeners_paused, 0);
-        pause_listeners(0);
-    }
-}
-
-/* ---- accepting ----------------------------------------------------------- */
-
-static void stop_listening(void);
-
-static apr_pool_t *connection_pool(void)
-{
-    apr_pool_t *p = rp_stock_take(rp_child.pools);
-    apr_allocator_t *allocator;
-
-    if (p) {
-        return p;
-    }
-    /* Own allocator per connection: no lock shared between workers. */
-    apr_allocator_create(&allocator);
-    apr_allocator_max_free_set(allocator, ap_max_mem_free);
-    apr_pool_create_ex(&p, rp_child.pruntime, NULL, allocator);
-    apr_allocator_owner_set(allocator, p);
-    apr_pool_tag(p, "transaction");
-    return p;
-}
-
-static int is_resource_shortage(apr_status_t rv)
-{
-    return rv == EMFILE || rv == ENFILE || rv == ENOBUFS || rv == ENOMEM;
-}
-
-static int is_transient(apr_status_t rv)
-{
-    return APR_STATUS_IS_EAGAIN(rv) || APR_STATUS_IS_EINTR(rv)
-           || rv == ECONNABORTED || rv == ECONNRESET || rv == EPROTO
-           || rv == ETIMEDOUT || rv == EHOSTUNREACH || rv == ENETUNREACH;
-}
-
-/* Logged once per child; listeners rest a moment instead of spinning on a
- * readable socket we cannot accept from. */
-static void accept_failed(ap_listen_rec *lr, apr_status_t rv)
-{
-    if (!loop.accept_error_logged) {
-        loop.accept_error_logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf, RP_LOG_TAG
-                     "accept on %pI failed%s (logged once per child)",
-                     lr->bind_addr, is_resource_shortage(rv)
-                     ? ": out of descriptors or memory, raise the open-files "
-                       "limit (ulimit -n) or lower ThreadsPerChild" : "");
-    }
-    pause_listeners(1);
-    loop.resume_at = apr_time_now()
-                     + apr_time_from_msec(is_resource_shortage(rv) ? 100 : 10);
-}
-
-/* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
-static void count_connection(void)
-{
-    if (ap_max_requests_per_child > 0
-        && apr_atomic_dec32(&rp_child.conns_left) == 0) {
-        rp_child_request_stop(RP_GRACEFUL);
-        stop_listening();
-    }
-}
-
-/* 0 when the listener is drained (or we must not take more). */
-static int accept_one(rp_listener *l)
-{
-    apr_pool_t *p;
-    apr_socket_t *sock = NULL;
-    apr_status_t rv;
-    rp_conn *rc;
-
-    if (!worker_available()) {
-        no_worker_available();
-        return 0;
-    }
-    p = connection_pool();
-    rv = apr_socket_accept(&sock, l->lr->sd, p);
-    if (rv != APR_SUCCESS) {
-        if (!rp_stock_give(rp_child.pools, p)) {
-            apr_pool_destroy(p);
-        }
-        if (!is_transient(rv)) {
-            accept_failed(l->lr, rv);
-        }
-        return 0;
-    }
-    rc = apr_pcalloc(p, sizeof(*rc));
-    rc->pool = p;
-    rc->sock = sock;
-    rc->slot = -1;
-    apr_os_sock_get(&rc->fd, sock);
-    rp_timer_init(&rc->timer);
-    apr_atomic_inc32(&rp_child.live_conns);
-    count_connection();
-    /* A worker takes it once its first bytes are in (at once, with the
-     * default AcceptFilter); until then it holds no thread. */
-    rp_loop_park(rc, RP_PARK_NEW, RP_POLL_IN, ap_server_conf->timeout);
-    return 1;
-}
-
-static void accept_ready(rp_listener *l)
-{
-    int n = 0;
-
-    while (loop.listening && n < RP_ACCEPT_STREAK && accept_one(l)) {
-        n++;
-    }
 }
 
 /* ---- timers -------------------------------------------------------------- */
@@ -424,7 +229,6 @@ static void expire(apr_time_t idle_for)
         apr_time_t now = apr_time_now();
         pthread_mutex_lock(&rp_child.park_lock);
         n = take_expired(&rp_child.keepalive_qs, now, idle_for, batch, 64);
-        n += take_expired(&rp_child.new_qs, now, 0, batch + n, 64 - n);
         n += take_expired(&rp_child.io_qs, now, 0, batch + n, 64 - n);
         n += take_expired(&rp_child.linger_qs, now, 0, batch + n, 64 - n);
         pthread_mutex_unlock(&rp_child.park_lock);
@@ -460,9 +264,8 @@ static int plan_wait(int draining)
     pthread_mutex_lock(&rp_child.park_lock);
     next = earliest(rp_timeqs_next_expiry(&rp_child.keepalive_qs),
                     rp_timeqs_next_expiry(&rp_child.io_qs));
-    next = earliest(next, rp_timeqs_next_expiry(&rp_child.new_qs));
     next = earliest(next, rp_timeqs_next_expiry(&rp_child.linger_qs));
-    next = earliest(next, loop.resume_at);
+    next = earliest(next, rp_accept_rest_until());
     if (draining) {
         next = earliest(next, now + RP_DRAIN_TICK);
     }
@@ -478,67 +281,35 @@ static int plan_wait(int draining)
     return next <= now ? 0 : (int)((next - now + 999) / 1000);
 }
 
-/* ---- stopping ------------------------------------------------------------ */
-
-/* Our copies of the sockets go; on a restart the parent's copies keep the
- * queues for the next children; on a stop, new connections are refused at
- * once rather than left queued. */
-static void stop_listening(void)
-{
-    process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
-    int i;
-
-    if (!loop.listening) {
-        return;
-    }
-    for (i = 0; i < rp_child.nlisteners; i++) {
-        rp_poller_forget(rp_child.loop_poller, rp_child.listeners[i].fd);
-    }
-    loop.listening = 0;
-    ap_close_listeners_ex(rp_buckets[rp_child.bucket].listeners);
-    rp_child.draining = 1;
-    ps->quiescing = 1;
-    ps->not_accepting = 1;
-}
-
-static void retry_listeners(void)
-{
-    if (loop.resume_at && apr_time_now() >= loop.resume_at) {
-        loop.resume_at = 0;
-        pause_listeners(0);
-    }
-}
+/* ---- the loop ----------------------------------------------------------- */
 
 void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg)
 {
     rp_poll_event ev[RP_MAX_EVENTS];
+    int listening = 1;
 
     (void)thd;
     (void)arg;
     for (;;) {
-        int n, i, woken;
+        int woken;
 
         if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
             break;
         }
-        if (rp_child.mode != RP_RUN) {
-            stop_listening();
+        if (rp_child.mode != RP_RUN && listening) {
+            rp_accept_stop();
         }
-        if (!loop.listening && !apr_atomic_read32(&rp_child.live_conns)) {
+        listening = rp_accept_listening();
+        if (!listening && !apr_atomic_read32(&rp_child.live_conns)) {
             break;
         }
-        n = rp_poller_wait(rp_child.loop_poller, plan_wait(!loop.listening),
-                           ev, RP_MAX_EVENTS, &woken);
-        for (i = 0; i < n; i++) {
-            accept_ready(&rp_child.listeners[ev[i].token]);
-        }
-        if (woken) {
-            resume_if_worker_available();
-        }
-        retry_listeners();
-        expire(loop.listening ? 0 : RP_IDLE_GRACE);
+        /* Only wake-ups arrive here: the loop watches no descriptor. */
+        rp_poller_wait(rp_child.loop_poller, plan_wait(!listening), ev,
+                       RP_MAX_EVENTS, &woken);
+        rp_accept_retry();
+        expire(listening ? 0 : RP_IDLE_GRACE);
     }
-    stop_listening();
+    rp_accept_stop();
     rp_child.loop_done = 1;
     rp_poller_shutdown(rp_child.conn_poller);   /* workers leave */
     rp_lf_shutdown(rp_child.lf);

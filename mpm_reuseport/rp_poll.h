@@ -1,5 +1,6 @@
-/* Readiness seam.  Listeners are watched level-triggered and can be paused
- * (admission control); connections are armed one-shot: an event disarms
+/* Readiness seam.  Listeners are watched level-triggered, each readiness
+ * waking one waiter across all pollers that watch it (children sharing a
+ * bucket); connections are armed one-shot: an event disarms
  * the descriptor, so one waiting thread gets it and re-arming is a single
  * call.  Several threads may wait on one poller; each event goes to one.
  * Events carry a 64-bit token given when watching or arming.  One backend
@@ -28,15 +29,13 @@ typedef struct rp_poll_event {
 apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p);
 
 apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token);
-apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, uint64_t token,
-                                      int paused);
 
 /* Arm fd for one event of `events`; *registered tracks whether the
  * backend knows fd already (start with 0; it is set here). */
 apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, uint64_t token,
                            int *registered);
 
-/* Stop watching fd (before it is closed while still armed elsewhere). */
+/* Stop watching fd (a listener, or a connection before it is closed). */
 void rp_poller_forget(rp_poller *pl, int fd);
 
 /* Wait up to timeout_ms (-1: no limit) and fill at most max events.

@@ -59,20 +59,17 @@ apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token)
 {
     struct epoll_event ev = { 0 };
 
-    ev.events = EPOLLIN;
+    /* Children sharing a bucket: wake one of them per connection. */
+    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
     ev.data.u64 = token;
+    if (epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
+        return APR_SUCCESS;
+    }
+    if (errno != EINVAL) {
+        return errno;
+    }
+    ev.events = EPOLLIN;        /* kernels before 4.5 */
     return epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? errno
-                                                           : APR_SUCCESS;
-}
-
-apr_status_t rp_poller_pause_listener(rp_poller *pl, int fd, uint64_t token,
-                                      int paused)
-{
-    struct epoll_event ev = { 0 };
-
-    ev.events = paused ? 0 : EPOLLIN;
-    ev.data.u64 = token;
-    return epoll_ctl(pl->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? errno
                                                            : APR_SUCCESS;
 }
 

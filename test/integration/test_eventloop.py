@@ -156,3 +156,44 @@ class BusyWorkers(HttpdTestCase):
             k.close()
             for s, _ in slow:
                 s.close()
+
+
+class LingeringClose(HttpdTestCase):
+    """A connection the server closes while the client's data is still
+    unread must linger (read and drop it), or the kernel answers with a
+    reset that can destroy the response before the client reads it."""
+
+    BODY = os.urandom(200000)
+
+    def _server(self):
+        return self.httpd(one_child(2, "MaxKeepAliveRequests 1\n"),
+                          files={"big.bin": self.BODY})
+
+    def _check(self, h, request):
+        with connect(h.host, h.port) as s:
+            s.sendall(request)
+            time.sleep(0.5)         # the server has answered and closed by now
+            rd = ResponseReader(s)
+            r = rd.read_response()  # ConnectionResetError fails the test
+            self.assertEqual((r.status, r.body), (200, self.BODY))
+            # Whatever else it answered, the end is a clean close.
+            self.assertIsNotNone(rd.wait_close(5), "connection not closed")
+
+    def test_client_close_with_trailing_data_is_not_reset(self):
+        h = self._server()
+        self._check(h, request_bytes("GET", "/big.bin", h.host, headers=[("Connection", "close")])
+                    + b"x" * 65536)
+
+    def test_server_close_with_pipelined_requests_is_not_reset(self):
+        h = self._server()      # MaxKeepAliveRequests 1: closes after one
+        self._check(h, request_bytes("GET", "/big.bin", h.host) * 50)
+
+    def test_client_close_without_more_data_closes_at_once(self):
+        h = self._server()
+        with connect(h.host, h.port) as s:
+            rd = ResponseReader(s)
+            s.sendall(request_bytes("GET", "/big.bin", h.host, headers=[("Connection", "close")]))
+            self.assertEqual(rd.read_response().body, self.BODY)
+            took = rd.wait_close(5)
+        self.assertIsNotNone(took)
+        self.assertLess(took, 1.0, "closing took %.1fs" % took)

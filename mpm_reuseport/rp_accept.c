@@ -1,0 +1,215 @@
+/* Accepting, done by the leading worker itself.  Listeners are watched on
+ * the connection poller next to the parked connections, so only an idle
+ * worker (the leader) ever takes a connection, and runs it at once; while
+ * every worker is busy, new connections stay in the kernel's queue, where
+ * another child of the bucket can take them (EPOLLEXCLUSIVE wakes one
+ * child per connection). */
+#include "rp_child.h"
+
+#include "apr_atomic.h"
+
+#include <errno.h>
+
+static struct {
+    pthread_mutex_t lock;       /* accepting vs. closing the listeners */
+    int listening;
+    apr_time_t rest_until;      /* unwatched after an accept error */
+    int error_logged;
+} acc = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+
+static uint64_t listener_token(int i)
+{
+    return RP_LISTENER_TOKEN | (uint64_t)i;
+}
+
+static apr_status_t watch_all(int on)
+{
+    apr_status_t rv = APR_SUCCESS;
+    int i;
+
+    for (i = 0; i < rp_child.nlisteners; i++) {
+        rp_listener *l = &rp_child.listeners[i];
+        if (on) {
+            rv = rp_poller_watch_listener(rp_child.conn_poller, l->fd,
+                                          listener_token(i));
+            if (rv != APR_SUCCESS) {
+                return rv;
+            }
+        }
+        else {
+            rp_poller_forget(rp_child.conn_poller, l->fd);
+        }
+    }
+    return rv;
+}
+
+apr_status_t rp_accept_setup(void)
+{
+    ap_listen_rec *lr;
+    int i = 0;
+
+    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
+        rp_child.nlisteners++;
+    }
+    rp_child.listeners = apr_pcalloc(rp_child.pruntime, rp_child.nlisteners
+                                     * sizeof(*rp_child.listeners));
+    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next, i++) {
+        rp_child.listeners[i].lr = lr;
+        apr_os_sock_get(&rp_child.listeners[i].fd, lr->sd);
+    }
+    acc.listening = 1;
+    return watch_all(1);
+}
+
+/* Our copies of the sockets go; on a restart the parent's copies keep the
+ * queues for the next children; on a stop, new connections are refused at
+ * once rather than left queued. */
+static void stop_locked(void)
+{
+    process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
+
+    if (!acc.listening) {
+        return;
+    }
+    if (!acc.rest_until) {
+        watch_all(0);
+    }
+    acc.listening = 0;
+    ap_close_listeners_ex(rp_buckets[rp_child.bucket].listeners);
+    rp_child.draining = 1;
+    ps->quiescing = 1;
+    ps->not_accepting = 1;
+}
+
+void rp_accept_stop(void)
+{
+    pthread_mutex_lock(&acc.lock);
+    stop_locked();
+    pthread_mutex_unlock(&acc.lock);
+}
+
+int rp_accept_listening(void)
+{
+    int on;
+
+    pthread_mutex_lock(&acc.lock);
+    on = acc.listening;
+    pthread_mutex_unlock(&acc.lock);
+    return on;
+}
+
+apr_time_t rp_accept_rest_until(void)
+{
+    return acc.rest_until;      /* read by the loop; a stale value is fine */
+}
+
+void rp_accept_retry(void)
+{
+    pthread_mutex_lock(&acc.lock);
+    if (acc.rest_until && apr_time_now() >= acc.rest_until) {
+        acc.rest_until = 0;
+        if (acc.listening) {
+            watch_all(1);
+        }
+    }
+    pthread_mutex_unlock(&acc.lock);
+}
+
+static int is_resource_shortage(apr_status_t rv)
+{
+    return rv == EMFILE || rv == ENFILE || rv == ENOBUFS || rv == ENOMEM;
+}
+
+static int is_transient(apr_status_t rv)
+{
+    return APR_STATUS_IS_EAGAIN(rv) || APR_STATUS_IS_EINTR(rv)
+           || rv == ECONNABORTED || rv == ECONNRESET || rv == EPROTO
+           || rv == ETIMEDOUT || rv == EHOSTUNREACH || rv == ENETUNREACH;
+}
+
+/* Logged once per child; the listeners rest a moment (the loop watches
+ * them again) instead of waking every idle worker for nothing. */
+static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
+{
+    if (!acc.error_logged) {
+        acc.error_logged = 1;
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf, RP_LOG_TAG
+                     "accept on %pI failed%s (logged once per child)",
+                     lr->bind_addr, is_resource_shortage(rv)
+                     ? ": out of descriptors or memory, raise the open-files "
+                       "limit (ulimit -n) or lower ThreadsPerChild" : "");
+    }
+    if (!acc.rest_until) {
+        watch_all(0);
+    }
+    acc.rest_until = apr_time_now()
+                     + apr_time_from_msec(is_resource_shortage(rv) ? 100 : 10);
+    rp_loop_wakeup();           /* so it plans the retry */
+}
+
+static apr_pool_t *connection_pool(void)
+{
+    apr_pool_t *p = rp_stock_take(rp_child.pools);
+    apr_allocator_t *allocator;
+
+    if (p) {
+        return p;
+    }
+    /* Own allocator per connection: no lock shared between workers. */
+    apr_allocator_create(&allocator);
+    apr_allocator_max_free_set(allocator, ap_max_mem_free);
+    apr_pool_create_ex(&p, rp_child.pruntime, NULL, allocator);
+    apr_allocator_owner_set(allocator, p);
+    apr_pool_tag(p, "transaction");
+    return p;
+}
+
+static void give_back(apr_pool_t *p)
+{
+    if (!rp_stock_give(rp_child.pools, p)) {
+        apr_pool_destroy(p);
+    }
+}
+
+/* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
+static void count_locked(void)
+{
+    if (ap_max_requests_per_child > 0
+        && apr_atomic_dec32(&rp_child.conns_left) == 0) {
+        rp_child_request_stop(RP_GRACEFUL);
+        stop_locked();
+    }
+}
+
+rp_conn *rp_accept(int idx)
+{
+    rp_listener *l = &rp_child.listeners[idx];
+    apr_pool_t *p = connection_pool();
+    apr_socket_t *sock = NULL;
+    apr_status_t rv = APR_EBADF;
+    rp_conn *rc;
+
+    pthread_mutex_lock(&acc.lock);
+    if (acc.listening) {        /* else its descriptor may be reused */
+        rv = apr_socket_accept(&sock, l->lr->sd, p);
+        if (rv == APR_SUCCESS) {
+            count_locked();
+        }
+        else if (!is_transient(rv)) {
+            failed_locked(l->lr, rv);
+        }
+    }
+    pthread_mutex_unlock(&acc.lock);
+    if (rv != APR_SUCCESS) {
+        give_back(p);
+        return NULL;
+    }
+    rc = apr_pcalloc(p, sizeof(*rc));
+    rc->pool = p;
+    rc->sock = sock;
+    rc->slot = -1;
+    apr_os_sock_get(&rc->fd, sock);
+    rp_timer_init(&rc->timer);
+    apr_atomic_inc32(&rp_child.live_conns);
+    return rc;
+}
