@@ -43,11 +43,36 @@ static apr_status_t watch_all(int on)
     return rv;
 }
 
+/* All connections of the child share one allocator (locked): memory a
+ * request frees is reused by the next request on any connection, so an
+ * idle keep-alive connection holds only its live pools (per-connection
+ * allocators would each keep their own free blocks). */
+static apr_allocator_t *conn_allocator;
+
+static apr_status_t create_conn_allocator(void)
+{
+    apr_thread_mutex_t *mutex;
+    apr_status_t rv;
+
+    if ((rv = apr_allocator_create(&conn_allocator))
+        || (rv = apr_thread_mutex_create(&mutex, APR_THREAD_MUTEX_DEFAULT,
+                                         rp_child.pruntime))) {
+        return rv;
+    }
+    apr_allocator_max_free_set(conn_allocator, ap_max_mem_free);
+    apr_allocator_mutex_set(conn_allocator, mutex);
+    return APR_SUCCESS;
+}
+
 apr_status_t rp_accept_setup(void)
 {
     ap_listen_rec *lr;
+    apr_status_t rv;
     int i = 0;
 
+    if ((rv = create_conn_allocator()) != APR_SUCCESS) {
+        return rv;
+    }
     for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
         rp_child.nlisteners++;
     }
@@ -150,17 +175,11 @@ static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
 static apr_pool_t *connection_pool(void)
 {
     apr_pool_t *p = rp_stock_take(rp_child.pools);
-    apr_allocator_t *allocator;
 
-    if (p) {
-        return p;
+    if (!p) {
+        apr_pool_create_ex(&p, rp_child.pruntime, NULL, conn_allocator);
+        apr_pool_tag(p, "transaction");
     }
-    /* Own allocator per connection: no lock shared between workers. */
-    apr_allocator_create(&allocator);
-    apr_allocator_max_free_set(allocator, ap_max_mem_free);
-    apr_pool_create_ex(&p, rp_child.pruntime, NULL, allocator);
-    apr_allocator_owner_set(allocator, p);
-    apr_pool_tag(p, "transaction");
     return p;
 }
 
