@@ -5,6 +5,7 @@
 #include "http_main.h"
 #include "util_mutex.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #define RP_RETAINED_KEY "mpm_reuseport_module"
@@ -71,6 +72,28 @@ static const char *set_reuseport(cmd_parms *cmd, void *dummy, int on)
     return NULL;
 }
 
+/* mpm_event's knob for connections per worker; accepted so an event
+ * configuration works unchanged, with no effect: here a child accepts only
+ * when a worker is idle, and parked connections are not limited. */
+static const char *set_async_factor(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    char *end;
+    double v;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    v = strtod(arg, &end);
+    if (end == arg || *end || !(v > 0)) {
+        return apr_psprintf(cmd->pool, "AsyncRequestWorkerFactor '%s': "
+                            "must be a positive number", arg);
+    }
+    return NULL;
+}
+
 const command_rec rp_directives[] = {
     LISTEN_COMMANDS,
     AP_GRACEFUL_SHUTDOWN_TIMEOUT_COMMAND,
@@ -96,6 +119,9 @@ const command_rec rp_directives[] = {
     AP_INIT_TAKE1("ReusePortBuckets", set_buckets, NULL, RSRC_CONF,
                   "Listener buckets (SO_REUSEPORT sockets per Listen "
                   "address): 'auto' (one per online CPU) or a count"),
+    AP_INIT_TAKE1("AsyncRequestWorkerFactor", set_async_factor, NULL,
+                  RSRC_CONF, "Accepted for mpm_event compatibility; no "
+                  "effect (admission is by idle workers)"),
     AP_INIT_FLAG("ReusePort", set_reuseport, NULL, RSRC_CONF,
                  "'off' uses one shared listener per address instead of "
                  "per-bucket SO_REUSEPORT sockets"),

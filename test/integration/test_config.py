@@ -34,6 +34,8 @@ BAD = [
     ("reuseport_not_a_flag", "ReusePort maybe", ["ReusePort"]),
     ("min_spare_threads_negative", "MinSpareThreads -5", ["MinSpareThreads"]),
     ("thread_limit_0", "ThreadLimit 0", ["ThreadLimit"]),
+    ("async_factor_0", "AsyncRequestWorkerFactor 0", ["AsyncRequestWorkerFactor"]),
+    ("async_factor_text", "AsyncRequestWorkerFactor lots", ["AsyncRequestWorkerFactor"]),
 ]
 
 
@@ -73,6 +75,14 @@ def _make_bad_test(directives, names):
 
 for _name, _directives, _names in BAD:
     setattr(BadDirectives, "test_" + _name, _make_bad_test(_directives, _names))
+
+
+class EventCompatibility(HttpdTestCase):
+    def test_event_directives_are_accepted(self):
+        """An mpm_event configuration works unchanged."""
+        h = self.httpd(mpm_directives(extra="AsyncRequestWorkerFactor 2.5"),
+                       files={"index.html": "e\n"})
+        self.assertEqual(http_get(h.host, h.port, "/index.html").status, 200)
 
 
 class ClampedValues(HttpdTestCase):
