@@ -159,23 +159,40 @@ static void after_response(rp_conn *rc)
     }
 }
 
+static int says_last_request(request_rec *r)
+{
+    const char *conn = apr_table_get(r->headers_in, "Connection");
+
+    if (!conn) {
+        return r->proto_num < HTTP_VERSION(1, 1);
+    }
+    return ap_find_token(r->pool, conn, "close")
+           || (r->proto_num < HTTP_VERSION(1, 1)
+               && !ap_find_token(r->pool, conn, "keep-alive"));
+}
+
+static int has_body(request_rec *r)
+{
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+
+    return apr_table_get(r->headers_in, "Transfer-Encoding")
+           || (cl && strcmp(cl, "0"));
+}
+
 /* The client said this request is its last (Connection: close, or
- * HTTP/1.0 without keep-alive): it sends nothing after it (RFC 9112, 9.6),
+ * HTTP/1.0 without keep-alive) and it has no body (one we answer early may
+ * still be on its way): the client sends nothing after it (RFC 9112, 9.6),
  * so nothing can arrive after our close to make the kernel reset the
  * connection, and lingering is not needed unless data is already here. */
 void rp_conn_note_request(request_rec *r)
 {
     conn_rec *c = r->connection;
-    const char *conn = apr_table_get(r->headers_in, "Connection");
 
     if (c->master || !c->cs) {
         return;                 /* not one of our connections */
     }
     ((rp_conn *)((char *)c->cs - APR_OFFSETOF(rp_conn, pub)))->last_request =
-        conn ? ap_find_token(r->pool, conn, "close")
-               || (r->proto_num < HTTP_VERSION(1, 1)
-                   && !ap_find_token(r->pool, conn, "keep-alive"))
-             : r->proto_num < HTTP_VERSION(1, 1);
+        says_last_request(r) && !has_body(r);
 }
 
 /* Nothing unread and nothing more to come: close at once. */
@@ -317,7 +334,7 @@ static void run(rp_conn *rc, apr_thread_t *thd, int tid)
 /* Lingering close: discard what the client still sends until EOF. */
 static void linger_read(rp_conn *rc)
 {
-    char buf[512];
+    char buf[4096];
     int i;
 
     for (i = 0; i < RP_LINGER_READS; i++) {

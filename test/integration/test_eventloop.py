@@ -197,3 +197,30 @@ class LingeringClose(HttpdTestCase):
             took = rd.wait_close(5)
         self.assertIsNotNone(took)
         self.assertLess(took, 1.0, "closing took %.1fs" % took)
+
+
+class EarlyAnswer(HttpdTestCase):
+    def test_body_arriving_after_an_early_answer_is_not_reset(self):
+        """A request with Connection: close whose body the server refuses
+        before reading it (413 on the headers): the body is still on its way
+        when the answer goes out (here: sent only after it), so the close
+        must linger rather than reset the connection under the client."""
+        h = self.httpd(one_child(2, "LimitRequestBody 1000\n"), files={"a.txt": "a\n"})
+        body = b"y" * (1 << 20)
+        with connect(h.host, h.port) as s:
+            s.sendall(request_bytes("POST", "/a.txt", h.host,
+                                    headers=[("Connection", "close"),
+                                             ("Content-Length", str(len(body)))]))
+            rd = ResponseReader(s)
+            r = rd.read_response()
+            self.assertEqual(r.status, 413)
+            time.sleep(0.2)     # the server has closed or is lingering now
+            sent = 0
+            try:
+                while sent < len(body):
+                    sent += s.send(body[sent:sent + 65536])
+                    time.sleep(0.001)
+            except (BrokenPipeError, ConnectionResetError) as e:
+                self.fail("connection reset while the body was still being sent "
+                          "(%d bytes sent): %s" % (sent, e))
+            self.assertIsNotNone(rd.wait_close(10), "lingering close never ended")

@@ -258,6 +258,8 @@ class Maintenance(HttpdTestCase):
         h = self.httpd(mpm_directives(buckets=buckets, start=6, server_limit=8, threads=10,
                                       max_workers=80, min_spare=10, max_spare=30),
                        files={"index.html": "r\n"})
+        # First the 6 started (else "<= 3" holds before they all exist).
+        self.wait_until(lambda: len(h.children()) >= 4, 10, "StartServers 6 to start")
         self.wait_until(lambda: len(h.children()) <= 3, 15,
                         "MaxSpareThreads 30 to reap idle children down to <= 3; have %s"
                         % h.children())
