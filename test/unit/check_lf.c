@@ -478,6 +478,27 @@ START_TEST(shutdown_releases_followers_and_refuses_later_leads)
 }
 END_TEST
 
+/* A second busy worker while the loop is not ticking: the hand-over asks
+ * (once) for the loop to start ticking; after a tick it asks no more. */
+START_TEST(handover_asks_loop_to_tick_once)
+{
+    rp_lf *lf = rp_lf_create(3);
+
+    ck_assert_ptr_nonnull(lf);
+    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
+    ck_assert_int_eq(rp_lf_handover(lf, 0), 0);     /* alone: no need */
+    ck_assert_int_eq(rp_lf_lead(lf, 1), 1);
+    ck_assert_int_eq(rp_lf_handover(lf, 1), 1);     /* two busy: ask */
+    ck_assert_int_eq(rp_lf_lead(lf, 2), 1);
+    ck_assert_int_eq(rp_lf_handover(lf, 2), 0);     /* asked already */
+    ck_assert_int_eq(rp_lf_tick(lf), 1);            /* now ticking */
+    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
+    ck_assert_int_eq(rp_lf_handover(lf, 0), 0);     /* lazy, no ask */
+    rp_lf_shutdown(lf);
+    rp_lf_destroy(lf);
+}
+END_TEST
+
 static Suite *lf_suite(void)
 {
     Suite *su = suite_create("rp_lf");
@@ -493,6 +514,7 @@ static Suite *lf_suite(void)
     tcase_add_test(tc, handover_is_eager_when_nobody_else_is_busy);
     tcase_add_test(tc, handover_is_eager_once_loop_stops_ticking);
     tcase_add_test(tc, shutdown_releases_followers_and_refuses_later_leads);
+    tcase_add_test(tc, handover_asks_loop_to_tick_once);
     suite_add_tcase(su, tc);
     return su;
 }
