@@ -5,7 +5,8 @@
  *   rp_listen.c          per-bucket SO_REUSEPORT listeners kept across restarts
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
  *   rp_child.c           a child: threads, signals, stopping (rp_child.h)
- *   rp_loop.c            a child's event loop: accept, parked connections
+ *   rp_loop.c            parking connections; the timer/drain thread
+ *   rp_accept.c          accepting, by the leading worker
  *   rp_conn.c            a connection's state machine, run by workers
  *   rp_poll*.c           readiness backends (epoll)
  *   rp_timeq.c           timeout queues of parked connections

@@ -183,7 +183,7 @@ static apr_pool_t *connection_pool(void)
     return p;
 }
 
-static void give_back(apr_pool_t *p)
+void rp_accept_give_pool(apr_pool_t *p)
 {
     if (!rp_stock_give(rp_child.pools, p)) {
         apr_pool_destroy(p);
@@ -220,7 +220,7 @@ rp_conn *rp_accept(int idx)
     }
     pthread_mutex_unlock(&acc.lock);
     if (rv != APR_SUCCESS) {
-        give_back(p);
+        rp_accept_give_pool(p);
         return NULL;
     }
     rc = apr_pcalloc(p, sizeof(*rc));

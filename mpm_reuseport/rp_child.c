@@ -83,6 +83,11 @@ int rp_child_post_read_request(request_rec *r)
 
 /* ---- workers ----------------------------------------------------------- */
 
+/* Each worker publishes only its own entry, so plain atomic stores do: no
+ * lock shared by all workers on every request.  An ungraceful stop may
+ * read a descriptor just as its connection closes and shut down whatever
+ * reused the number: another connection being cut anyway, or a
+ * non-socket (ENOTSOCK). */
 void rp_child_publish_connection(int tid, conn_rec *c, apr_socket_t *sock)
 {
     int fd = -1;
@@ -90,10 +95,8 @@ void rp_child_publish_connection(int tid, conn_rec *c, apr_socket_t *sock)
     if (sock) {
         apr_os_sock_get(&fd, sock);
     }
-    pthread_mutex_lock(&rp_child.conn_lock);
-    rp_child.conns[tid] = c;
-    rp_child.conn_fds[tid] = fd;
-    pthread_mutex_unlock(&rp_child.conn_lock);
+    __atomic_store_n(&rp_child.conns[tid], c, __ATOMIC_RELEASE);
+    __atomic_store_n(&rp_child.conn_fds[tid], fd, __ATOMIC_RELEASE);
 }
 
 int rp_child_pre_close_connection(conn_rec *c)
@@ -101,7 +104,7 @@ int rp_child_pre_close_connection(conn_rec *c)
     long tid = c->id - (long)rp_child.slot * rp_lim.thread_limit;
 
     if (rp_child.conns && tid >= 0 && tid < rp_lim.threads_per_child
-        && rp_child.conns[tid] == c) {
+        && __atomic_load_n(&rp_child.conns[tid], __ATOMIC_ACQUIRE) == c) {
         rp_child_publish_connection((int)tid, NULL, NULL);
     }
     return OK;
@@ -112,13 +115,12 @@ static void shutdown_connections(void)
 {
     int tid;
 
-    pthread_mutex_lock(&rp_child.conn_lock);
     for (tid = 0; tid < rp_lim.threads_per_child; tid++) {
-        if (rp_child.conn_fds[tid] >= 0) {
-            shutdown(rp_child.conn_fds[tid], SHUT_RDWR);
+        int fd = __atomic_load_n(&rp_child.conn_fds[tid], __ATOMIC_ACQUIRE);
+        if (fd >= 0) {
+            shutdown(fd, SHUT_RDWR);
         }
     }
-    pthread_mutex_unlock(&rp_child.conn_lock);
 }
 
 /* Idle workers take turns waiting on the connection poller (rp_lf.h): a
@@ -187,7 +189,6 @@ static void setup_runtime(void)
     while (n--) {
         rp_child.conn_fds[n] = -1;
     }
-    pthread_mutex_init(&rp_child.conn_lock, NULL);
     apr_atomic_set32(&rp_child.conns_left, ap_max_requests_per_child > 0
                      ? (apr_uint32_t)ap_max_requests_per_child : 0);
 }

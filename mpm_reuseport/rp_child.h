@@ -91,9 +91,8 @@ typedef struct rp_child_state {
     apr_uint32_t live_conns;    /* accepted and not yet closed */
     apr_uint32_t suspended;
 
-    /* Per worker: its connection and socket, so a stop can cut connections
-     * in progress; cleared before the socket closes, under conn_lock. */
-    pthread_mutex_t conn_lock;
+    /* Per worker: the connection it runs and its socket (atomic stores
+     * by that worker), so an ungraceful stop can cut them. */
     conn_rec **conns;
     int *conn_fds;
 
@@ -122,6 +121,7 @@ void rp_conn_release(rp_conn *rc);     /* socket already closed */
 #define RP_LISTENER_TOKEN (UINT64_C(1) << 63)
 apr_status_t rp_accept_setup(void);
 rp_conn *rp_accept(int listener);      /* the leader, on its event */
+void rp_accept_give_pool(apr_pool_t *p);  /* a cleared connection pool */
 void rp_accept_stop(void);
 int rp_accept_listening(void);
 apr_time_t rp_accept_rest_until(void); /* 0, or when to rp_accept_retry */

@@ -42,9 +42,7 @@ void rp_conn_release(rp_conn *rc)
     rp_loop_unslot(rc);
     apr_atomic_dec32(&rp_child.live_conns);
     apr_pool_clear(p);          /* rc lives in p */
-    if (!rp_stock_give(rp_child.pools, p)) {
-        apr_pool_destroy(p);
-    }
+    rp_accept_give_pool(p);
 }
 
 void rp_conn_close(rp_conn *rc)
