@@ -66,6 +66,7 @@ $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
 $(OBJ)/test/check_lf: test/unit/check_lf.c $(OBJ)/mpm_reuseport/rp_lf.o
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
+$(OBJ)/test/check_tally: test/unit/check_tally.c $(OBJ)/mod_fhcache/fhc_tally.o
 $(OBJ)/test/%:
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -Imod_fhcache \

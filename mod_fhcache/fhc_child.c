@@ -26,20 +26,29 @@ void fhc_unlock(fhc_child *ch)
 static void on_event(void *ctx, long id, const char *name, unsigned flags)
 {
     fhc_child *ch = ctx;
+    int lost = (flags & FHC_EV_OVERFLOW) && id == -1 && !name;
+    int first_loss;
 
     fhc_lock(ch);
     if (flags & FHC_EV_TICK) {
-        fhc_cache_expire(ch->cache, apr_time_now());
+        apr_time_t now = apr_time_now();
+        fhc_cache_expire(ch->cache, now);
+        fhc_tally_update(ch, now, 0);
     }
     else {
         ch->events++;
+        ch->overflows += lost;
         fhc_watchset_route(ch->ws, ch->cache, id, name, flags);
     }
+    first_loss = lost && ch->overflows == 1;
     fhc_unlock(ch);
-    if ((flags & FHC_EV_OVERFLOW) && id == -1 && !name) {
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ch->s,
-                     "mod_fhcache: change notifications overflowed; "
-                     "dropped every cached file");
+    if (first_loss) {
+        /* Degrades to a cold cache, not to stale content: say it once. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ch->s,
+                     "mod_fhcache: change notifications were lost (queue "
+                     "overflow); dropped every cached file. If this repeats "
+                     "(FHCacheOverflows in server-status), raise "
+                     "fs.inotify.max_queued_events (sysctl)");
     }
 }
 
@@ -144,5 +153,6 @@ void fhc_child_init(apr_pool_t *pchild, server_rec *s)
         return;
     }
     start_notification(ch, pchild);
+    fhc_tally_join(ch, pchild);
     fhc_the_child = ch;
 }

@@ -239,6 +239,9 @@ int fhc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                      " bytes will be served from descriptors", c->mem_total);
         c->mem_file_max = c->mem_total;
     }
+    if (fhc_any_enabled) {
+        fhc_tally_setup(pconf, s);
+    }
     return OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "fhc_cache.h"
 #include "fhc_watchset.h"
+#include "fhc_tally.h"
 
 extern module AP_MODULE_DECLARE_DATA fhcache_module;
 
@@ -56,6 +57,9 @@ typedef struct fhc_child {
     const fhc_server_conf *conf;
     unsigned max_fds;
     uint64_t events;             /* notifications received */
+    uint64_t overflows;          /* notifications lost (all dropped) */
+    fhc_tally_slot *slot;        /* this child's row for server-status */
+    apr_time_t published;        /* last copy into slot */
     unsigned polled;             /* live entries in poll mode */
     int fallback_all;            /* every entry is polled */
     int logged_emfile, logged_watch_limit, logged_fs, logged_thread;
@@ -86,6 +90,13 @@ apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
 
 /* fhc_status.c */
 int fhc_status_hook(request_rec *r, int flags);
+/* post_config: the table children publish their counters in. */
+void fhc_tally_setup(apr_pool_t *pconf, server_rec *s);
+/* child_init: claim this child's row (released when pchild goes). */
+void fhc_tally_join(fhc_child *ch, apr_pool_t *pchild);
+/* Copy the counters to the row if a second has passed (or force);
+ * caller holds the child lock. */
+void fhc_tally_update(fhc_child *ch, apr_time_t now, int force);
 
 /* fhc_config.c */
 extern const command_rec fhc_cmds[];

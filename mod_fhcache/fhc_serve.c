@@ -105,8 +105,9 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
             && now - pl->checked >= apr_time_from_sec(ch->conf->revalidate_secs);
     }
     if (!ch->ws) {
-        /* No watcher thread ticking: expire from here. */
+        /* No watcher thread ticking: its housekeeping happens here. */
         fhc_cache_expire(ch->cache, now);
+        fhc_tally_update(ch, now, 0);
     }
     fhc_unlock(ch);
     if (!e) {

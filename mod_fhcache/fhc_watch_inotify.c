@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Everything that can make a cached descriptor, its stat data or the path
@@ -112,11 +114,22 @@ static void drain(fhc_watcher *w)
     }
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Ticks come about once a second even while events never stop. */
 static void ino_run(fhc_watcher *w)
 {
+    int64_t next_tick = now_ms() + TICK_MS;
+
     for (;;) {
         struct pollfd p[2] = { { w->fd, POLLIN, 0 }, { w->wake[0], POLLIN, 0 } };
-        int n = poll(p, 2, TICK_MS);
+        int64_t wait = next_tick - now_ms();
+        int n = poll(p, 2, wait < 0 ? 0 : (int)wait);
 
         if (n < 0 && errno != EINTR) {
             /* Cannot wait for events any more: say so, as if lost. */
@@ -129,8 +142,9 @@ static void ino_run(fhc_watcher *w)
         if (n > 0 && p[0].revents) {
             drain(w);
         }
-        else {
+        if (now_ms() >= next_tick) {
             w->fn(w->ctx, -1, NULL, FHC_EV_TICK);
+            next_tick = now_ms() + TICK_MS;
         }
     }
 }

@@ -6,12 +6,16 @@ unless MPMNG_TEST_MPM names another) and read its counters from
 server-status?auto."""
 import os
 import shutil
+import signal
+import sys
 import subprocess
 import time
 import unittest
 
+import privhttpd
+
 from common import HttpdTestCase, http_get, connect, request_bytes, \
-    ResponseReader, OUT
+    ResponseReader, OUT, Wrk
 
 SO = os.path.join(OUT, "mod_fhcache.so")
 # Our MPM by default.  Stock mpm_event crashes now and then in its own main
@@ -27,6 +31,16 @@ ONE_CHILD = {
                "ServerLimit 1\nMaxRequestWorkers 1\n",
     "reuseport": "ReusePortBuckets 1\nStartServers 1\nServerLimit 1\n"
                  "ThreadsPerChild 8\nMaxRequestWorkers 8\n",
+}[MPM]
+TWO_CHILDREN = {
+    "event": "StartServers 2\nServerLimit 2\nThreadsPerChild 4\n"
+             "MaxRequestWorkers 8\nMinSpareThreads 8\nMaxSpareThreads 8\n",
+    "worker": "StartServers 2\nServerLimit 2\nThreadsPerChild 4\n"
+              "MaxRequestWorkers 8\nMinSpareThreads 8\nMaxSpareThreads 8\n",
+    "prefork": "StartServers 2\nMinSpareServers 2\nMaxSpareServers 2\n"
+               "ServerLimit 2\nMaxRequestWorkers 2\n",
+    "reuseport": "ReusePortBuckets 2\nStartServers 2\nServerLimit 2\n"
+                 "ThreadsPerChild 4\nMaxRequestWorkers 8\n",
 }[MPM]
 # Time for a change to be reported and applied (inotify is ~immediate).
 NOTIFY_WAIT = 0.2
@@ -305,6 +319,218 @@ class FHCacheTest(HttpdTestCase):
         self.assertGreater(n, 20)
         self.assertGreater(len(samples), 200)
         self.assertEqual(set(samples), {200})
+
+    def test_overflow_drops_everything(self):
+        """Changes the child never hears of (its inotify queue overflowed
+        while it was stopped) must not leave stale files in the cache."""
+        h = self.start(files={"f.txt": "v1\n", "a": "", "b": ""})
+        self._warm(h, "/f.txt", b"v1\n")
+        with open("/proc/sys/fs/inotify/max_queued_events") as f:
+            queue = int(f.read())
+        child = h.children()[0]
+        d = h.docroot
+        flushes = int(self.stats(h)["Flushes"])
+        os.kill(child, signal.SIGSTOP)
+        try:
+            # Alternate names: the kernel merges identical consecutive
+            # events, so each of these takes a queue slot.
+            for i in range(queue + 100):
+                os.utime(os.path.join(d, "ab"[i % 2]))
+            # Same size, so only the lost event can tell the cache.
+            with open(os.path.join(d, "f.txt"), "r+b") as f:
+                f.write(b"v2\n")
+        finally:
+            os.kill(child, signal.SIGCONT)
+        self.wait_until(lambda: int(self.stats(h)["Flushes"]) > flushes, 10,
+                        "the overflow to be handled")
+        self.assertEqual(self.get(h, "/f.txt").body, b"v2\n")
+        st = self.stats(h)
+        self.assertGreaterEqual(int(st["Overflows"]), 1)
+        self.assertEqual(h.log().count("notifications were lost"), 1)
+
+    def test_status_totals_over_children(self):
+        """server-status sums every child's counters, and keeps those of
+        children that exited (MaxConnectionsPerChild)."""
+        h = self.httpd(("LoadModule fhcache_module %s\n" % SO) + TWO_CHILDREN
+                       + "FHCache On\nMaxConnectionsPerChild 40\n",
+                       mpm=MPM, files={"t.txt": "t\n"})
+        self.wait_until(lambda: len(h.children()) == 2, 10, "two children")
+        n = 150
+        for _ in range(n):
+            self.assertEqual(self.get(h, "/t.txt").body, b"t\n")
+        time.sleep(1.5)     # children publish about once a second
+        st = self.stats(h)
+        total = int(st["TotalHits"]) + int(st["TotalMisses"])
+        own = int(st["Hits"]) + int(st["Misses"])
+        # Status requests walk the filesystem too (a miss each).
+        self.assertGreaterEqual(total, n)
+        self.assertLess(total, n + 30)
+        self.assertLess(own, total)
+        self.assertGreaterEqual(int(st["ChildrenExited"]), 1)
+        self.assertGreaterEqual(int(st["Children"]), 1)
+        self.assertLessEqual(int(st["Children"]), 2)
+        self.assertLessEqual(int(st["TotalEntries"]), int(st["Children"]))
+
+    def test_notification_delay(self):
+        """How long after a writer's rename returns the cache may still
+        answer with the old file: measured on a keep-alive connection that
+        asks again at once until it sees the new content."""
+        h = self.start(files={"d.txt": "0" * 100, "busy.txt": "b" * 500})
+        p = os.path.join(h.docroot, "d.txt")
+        self._warm(h, "/d.txt", b"0" * 100)
+        load = None
+        if shutil.which("wrk"):
+            # Every worker thread busy with other hits meanwhile.
+            load = Wrk(h.url("/busy.txt"), 30, 16)
+            load.start()
+            self.addCleanup(load.kill)
+            time.sleep(0.5)
+        conn = {}
+
+        def fetch():
+            # mpm_event closes keep-alive connections when its workers are
+            # all busy: a closed idle connection is retried on a new one.
+            for attempt in (0, 1):
+                if not conn:
+                    conn["s"] = connect(h.host, h.port)
+                    conn["r"] = ResponseReader(conn["s"])
+                try:
+                    conn["s"].sendall(request_bytes("GET", "/d.txt"))
+                    return conn["r"].read_response().body
+                except (EOFError, ConnectionResetError, BrokenPipeError):
+                    conn["s"].close()
+                    conn.clear()
+                    if attempt:
+                        raise
+
+        delays, stale = [], 0
+        for n in range(1, 41):
+            stale_here = 0
+            v = str(n % 10).encode() * 100
+            with open(p + ".tmp", "wb") as f:
+                f.write(v)
+            os.chmod(p + ".tmp", 0o644)
+            os.rename(p + ".tmp", p)
+            t0 = time.monotonic()
+            while True:
+                sent = time.monotonic()
+                if fetch() == v:
+                    delays.append(sent - t0 if stale_here else 0.0)
+                    break
+                stale += 1
+                stale_here += 1
+                self.assertLess(sent - t0, 5, "never fresh")
+            # The cache must have taken the new file again.
+            self.assertEqual(fetch(), v)
+        if conn:
+            conn["s"].close()
+        if load:
+            load.kill()
+        delays.sort()
+        # 0 means the first request sent after the rename was fresh.
+        sys.stderr.write("[notification delay over %d renames: median %d us,"
+                         " max %d us, %d stale answers] "
+                         % (len(delays), delays[len(delays) // 2] * 1e6,
+                            delays[-1] * 1e6, stale))
+        self.assertLess(delays[-1], NOTIFY_WAIT)
+        self.assertGreater(int(self.stats(h)["Invalidations"]), 30)
+
+    @unittest.skipUnless(shutil.which("openssl"), "openssl not installed")
+    def test_filters_read_correct_bytes_under_concurrency(self):
+        """mod_deflate, mod_ssl and mod_include read the cached file through
+        the filter chain (no sendfile) from many threads at once: every
+        body must be exactly the file (no shared file offsets)."""
+        import gzip
+        import hashlib
+        import ssl
+        import threading
+        import http.client
+        # Lines numbered so that bytes from the wrong offset show.
+        big = "".join("line %06d of the big file\n" % i for i in range(12000))
+        part = "".join("part %05d\n" % i for i in range(9000))
+        page = ("<html>\n<!--#include virtual=\"/part.txt\" -->\nmiddle\n"
+                "<!--#include virtual=\"/part.txt\" -->\n</html>\n")
+        expect = {"/big.txt": big.encode(), "/part.txt": part.encode(),
+                  "/page.shtml": page.replace(
+                      '<!--#include virtual="/part.txt" -->', part).encode()}
+        tls_port = privhttpd.free_port()
+        h = self.httpd(fh_directives(
+            "EnableMMAP Off\nEnableSendfile Off\n"
+            "AddOutputFilterByType DEFLATE text/plain\n"
+            "AddType text/html .shtml\nAddOutputFilter INCLUDES .shtml\n"
+            "<Directory \"%(root)s\">\nOptions +Includes\n</Directory>\n"
+            "Listen 127.0.0.1:%(port)d https\n"
+            "<VirtualHost 127.0.0.1:%(port)d>\nSSLEngine on\n"
+            "SSLCertificateFile %(dir)s/tls.crt\n"
+            "SSLCertificateKeyFile %(dir)s/tls.key\n</VirtualHost>\n"),
+            mpm=MPM, modules=("filter", "deflate", "include", "ssl", "socache_shmcb"),
+            files={"big.txt": big, "part.txt": part, "page.shtml": page},
+            start=False)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                        "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                        "-keyout", os.path.join(h.dir, "tls.key"),
+                        "-out", os.path.join(h.dir, "tls.crt")],
+                       check=True, capture_output=True)
+        h.directives = h.directives % {"root": h.docroot, "port": tls_port,
+                                       "dir": h.dir}
+        h.start()
+        self.wait_until(lambda: len(h.children()) == 1, 10, "one child")
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+        cases = [(False, "/big.txt", True), (True, "/big.txt", False),
+                 (True, "/big.txt", True), (False, "/page.shtml", False),
+                 (True, "/page.shtml", True), (False, "/part.txt", False)]
+        bad, done = [], []
+
+        def client(k):
+            use_tls, path, gz = cases[k % len(cases)]
+            if use_tls:
+                conn = http.client.HTTPSConnection("127.0.0.1", tls_port,
+                                                   context=tls, timeout=30)
+            else:
+                conn = http.client.HTTPConnection(h.host, h.port, timeout=30)
+            hdrs = {"Accept-Encoding": "gzip"} if gz else {}
+            def get():
+                # A reused connection the server closed meanwhile (mpm_event
+                # does that to idle ones when its workers are all busy): the
+                # request is idempotent, retry it once on a new connection.
+                for attempt in (0, 1):
+                    try:
+                        conn.request("GET", path, headers=hdrs)
+                        resp = conn.getresponse()
+                        return resp, resp.read()
+                    except (http.client.RemoteDisconnected,
+                            ConnectionResetError, BrokenPipeError):
+                        conn.close()
+                        if attempt:
+                            raise
+
+            try:
+                for _ in range(12):
+                    resp, body = get()
+                    if resp.getheader("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
+                    elif gz and path.endswith(".txt"):
+                        bad.append((path, "not compressed"))
+                    if body != expect[path]:
+                        bad.append((use_tls, path, gz, len(body),
+                                    hashlib.sha256(body).hexdigest()[:12]))
+                    done.append(1)
+            except Exception as e:
+                bad.append((use_tls, path, gz, repr(e)))
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client, args=(k,))
+                   for k in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(bad, [])
+        self.assertEqual(len(done), 24 * 12)
+        self.assertGreater(self.hits(h), 200)
 
     def test_poll_mode_revalidates(self):
         h = self.start(extra="FHCacheNotify poll\nFHCacheRevalidate 1\n",
