@@ -55,6 +55,17 @@ typedef struct rp_retained {
     int *idle_spawn_rate;        /* per bucket */
     int hold_off_on_exponential_spawning;
     rp_dup *dups;                /* bucket sockets 1..n-1 per primary */
+    /* rp_generation.c: pipes of death of the current generation, and of
+     * the previous one while it still accepts during a graceful restart. */
+    apr_pool_t *pods_pool;
+    ap_pod_t **pods;
+    int num_pods;
+    apr_pool_t *retiring_pool;   /* NULL: no hand-over in progress */
+    ap_pod_t **retiring;
+    int num_retiring;
+    int retiring_children;       /* the old generation's ServerLimit */
+    apr_time_t retiring_since;
+    int slot_taken_over;         /* a new child waits for an old one's slot */
 } rp_retained;
 
 /* Global state of the running generation. */
@@ -70,6 +81,18 @@ extern const command_rec rp_directives[];
 int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp);
 int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                     server_rec *s);
+
+/* rp_generation.c: graceful restart hand-over */
+int rp_gen_open_pods(void);
+void rp_gen_retire_current(void);
+void rp_gen_stop_retiring(ap_podx_restart_t how);
+int rp_gen_retiring(void);
+void rp_gen_hand_over_when_ready(void);
+void rp_gen_close_retiring_in_child(void);
+int rp_gen_config_ok(void);
+
+/* rp_steer.c: new connections go to the current generation's buckets */
+void rp_steer_buckets(apr_pool_t *p, int nb);
 
 /* rp_listen.c */
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);

@@ -358,6 +358,7 @@ void rp_child_main(int slot, int bucket)
 #endif
     rp_listen_close_other_buckets(bucket);
     close_other_pods();
+    rp_gen_close_retiring_in_child();
     ap_reopen_scoreboard(rp_child.pchild, NULL, 0);
     if (ap_run_drop_privileges(rp_child.pchild, ap_server_conf)) {
         child_exit(APEXIT_CHILDFATAL);

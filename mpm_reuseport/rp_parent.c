@@ -42,6 +42,9 @@ static void note_child_started(int slot, pid_t pid, int bucket)
     if (ps->pid != 0) {
         /* Taking over from an old-generation child still finishing its
          * connections: keep tracking it so it is reaped. */
+        if (!ps->quiescing && rp_gen_retiring()) {
+            rp_state->slot_taken_over = 1;
+        }
         ap_run_child_status(ap_server_conf, ps->pid, ps->generation, slot,
                             MPM_CHILD_LOST_SLOT);
         ap_register_extra_mpm_process(ps->pid, ps->generation);
@@ -279,17 +282,43 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
     return 0;
 }
 
+/* While the previous generation still accepts, look at the new one's
+ * progress often; otherwise ap_wait_or_timeout's second is fine. */
+static void wait_step(apr_exit_why_e *why, int *status, apr_proc_t *proc)
+{
+    if (!rp_gen_retiring()) {
+        ap_wait_or_timeout(why, status, proc, rp_pconf, ap_server_conf);
+        return;
+    }
+    if (apr_proc_wait_all_procs(proc, status, why, APR_NOWAIT, rp_pconf)
+        != APR_CHILD_DONE) {
+        proc->pid = -1;
+        apr_sleep(apr_time_from_msec(20));
+    }
+}
+
+/* A restart goes ahead only with a configuration that passes the test. */
+static int restart_accepted(void)
+{
+    if (rp_gen_config_ok()) {
+        return 1;
+    }
+    rp_state->mpm->restart_pending = 0;
+    rp_state->mpm->is_ungraceful = 0;
+    return 0;
+}
+
 static void server_main_loop(void)
 {
     int successive_kills = 0, b;
 
-    while (!rp_state->mpm->restart_pending
-           && !rp_state->mpm->shutdown_pending) {
+    while (!rp_state->mpm->shutdown_pending
+           && !(rp_state->mpm->restart_pending && restart_accepted())) {
         apr_exit_why_e why;
         int status;
         apr_proc_t proc;
 
-        ap_wait_or_timeout(&why, &status, &proc, rp_pconf, ap_server_conf);
+        wait_step(&why, &status, &proc);
         if (proc.pid != -1) {
             if (child_exited(&proc, why, status, &successive_kills) < 0) {
                 return;
@@ -308,6 +337,7 @@ static void server_main_loop(void)
             maintain_bucket(b);
         }
         update_max_daemons_used();
+        rp_gen_hand_over_when_ready();
     }
 }
 
@@ -336,6 +366,7 @@ static int any_child_alive(void)
 
 static int stop_now(void)
 {
+    rp_gen_stop_retiring(AP_MPM_PODX_RESTART);
     signal_all_buckets(AP_MPM_PODX_RESTART);
     ap_reclaim_child_processes(1, note_child_killed);
     if (!child_fatal) {
@@ -352,6 +383,7 @@ static int stop_gracefully(void)
         ? apr_time_now() + apr_time_from_sec(ap_graceful_shutdown_timeout) : 0;
 
     rp_listen_close_all();
+    rp_gen_stop_retiring(AP_MPM_PODX_GRACEFUL);
     signal_all_buckets(AP_MPM_PODX_GRACEFUL);
     ap_relieve_child_processes(note_child_killed);
     if (!child_fatal) {
@@ -381,9 +413,12 @@ static int restart(void)
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
                      AP_SIG_GRACEFUL_STRING " received, doing graceful "
                      "restart");
-        signal_all_buckets(AP_MPM_PODX_GRACEFUL);
+        /* The current children go on accepting until the next generation
+         * is ready (rp_generation.c). */
+        rp_gen_retire_current();
     }
     else {
+        rp_gen_stop_retiring(AP_MPM_PODX_RESTART);
         signal_all_buckets(AP_MPM_PODX_RESTART);
         ap_reclaim_child_processes(1, note_child_killed);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
@@ -399,22 +434,6 @@ static void wake_on_child_exit(int sig)
     (void)sig;
 }
 
-static int open_pods(void)
-{
-    int b;
-
-    for (b = 0; b < rp_lim.num_buckets; b++) {
-        apr_status_t rv = ap_mpm_podx_open(rp_pconf, &rp_buckets[b].pod);
-        if (rv != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, rv, ap_server_conf,
-                         RP_LOG_TAG "cannot open the pipe of death for "
-                         "bucket %d: check the open-files limit", b);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
 {
     (void)pconf;
@@ -427,7 +446,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
         ap_scoreboard_image->global->running_generation =
             rp_state->mpm->my_generation;
     }
-    if (!rp_one_process && open_pods()) {
+    if (!rp_one_process && rp_gen_open_pods()) {
         return !OK;
     }
     ap_unixd_mpm_set_signals(rp_pconf, rp_one_process);
@@ -435,8 +454,8 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
         apr_signal(SIGCHLD, wake_on_child_exit);
     }
     size_spawn_rates();
-    /* New children start at once, also on a graceful restart: the previous
-     * generation has stopped accepting and the sockets' queues wait. */
+    /* New children start at once; on a graceful restart the previous
+     * generation accepts until they are ready. */
     if (rp_state->mpm->was_graceful) {
         rp_state->hold_off_on_exponential_spawning = 10;
     }

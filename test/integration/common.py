@@ -470,6 +470,15 @@ def run_ab(url, n, c, keepalive=False, timeout_s=10, extra=()):
     return res
 
 
+def wrk_percentile(output, pct):
+    """Latency at pct (50, 75, 90, 99) in ms from `wrk --latency` output,
+    or None."""
+    m = re.search(r"^\s*%d%%\s+([\d.]+)(us|ms|s)\s*$" % pct, output, re.M)
+    if not m:
+        return None
+    return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+
+
 def parse_wrk(output):
     total = _int(r"(\d+) requests in", output)
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
@@ -478,16 +487,22 @@ def parse_wrk(output):
     non2xx = _int(r"Non-2xx or 3xx responses: (\d+)", output)
     failures = sum(errs.values()) + non2xx
     detail = "socket errors %s, non-2xx/3xx %d" % (errs or "none", non2xx)
-    return LoadResult("wrk", total, failures, detail, output)
+    res = LoadResult("wrk", total, failures, detail, output)
+    res.p99 = wrk_percentile(output, 99)
+    if res.p99 is not None:
+        res.detail += ", p99 %.1f ms" % res.p99
+    return res
 
 
 class Wrk:
     """wrk running in the background: start(), then result() to wait."""
 
     def __init__(self, url, duration, connections, threads=1, close=False,
-                 timeout_s=5, headers=()):
+                 timeout_s=5, headers=(), latency=False):
         self.args = ["wrk", "-t%d" % threads, "-c%d" % connections,
                      "-d%ds" % duration, "--timeout", "%ds" % timeout_s]
+        if latency:
+            self.args.append("--latency")
         if close:
             self.args += ["-H", "Connection: close"]
         for h in headers:
