@@ -98,6 +98,7 @@ void rp_steer_buckets(apr_pool_t *p, int nb);
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
 void rp_listen_close_other_buckets(int keep_bucket);
 void rp_listen_close_all(void);
+void rp_listen_stop_deferring(void);
 void rp_listen_forking_own_child(int on);
 void rp_listen_disarm_fork_hygiene(void);
 extern const char *rp_listen_note;   /* why fewer buckets, if so */

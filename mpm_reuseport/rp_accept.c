@@ -86,10 +86,44 @@ apr_status_t rp_accept_setup(void)
     return watch_all(1);
 }
 
-/* Our copies of the sockets go; on a restart the parent's copies keep the
- * queues for the next children; on a stop, new connections are refused at
- * once rather than left queued. */
-static void stop_locked(void)
+static rp_conn *accept_locked(rp_listener *l);
+
+/* Before our copies close, take every connection the kernel already
+ * completed: if ours is the last copy (a graceful stop), closing would
+ * reset them.  Each waits parked for its first request, served as usual.
+ * Twice, a moment apart: with TCP_DEFER_ACCEPT (core's AcceptFilter) a
+ * connection enters the queue only once its request data arrives. */
+#define RP_DRAIN_MAX 4096
+#define RP_DRAIN_PAUSE apr_time_from_msec(20)
+
+static int drain_once_locked(void)
+{
+    int i, n, total = 0;
+
+    for (i = 0; i < rp_child.nlisteners; i++) {
+        for (n = 0; n < RP_DRAIN_MAX; n++) {
+            rp_conn *rc = accept_locked(&rp_child.listeners[i]);
+            if (!rc) {
+                break;
+            }
+            rp_loop_park(rc, RP_PARK_NEW, RP_POLL_IN, ap_server_conf->timeout);
+        }
+        total += n;
+    }
+    return total;
+}
+
+static void drain_locked(void)
+{
+    drain_once_locked();
+    apr_sleep(RP_DRAIN_PAUSE);
+    drain_once_locked();
+}
+
+/* Our copies of the sockets go; on a restart the parent's and the next
+ * generation's copies keep the queues; on a stop, new connections are
+ * refused at once rather than left queued. */
+static void stop_locked(int drain)
 {
     process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
 
@@ -98,6 +132,9 @@ static void stop_locked(void)
     }
     if (!acc.rest_until) {
         watch_all(0);
+    }
+    if (drain) {
+        drain_locked();
     }
     acc.listening = 0;
     ap_close_listeners_ex(rp_buckets[rp_child.bucket].listeners);
@@ -109,7 +146,7 @@ static void stop_locked(void)
 void rp_accept_stop(void)
 {
     pthread_mutex_lock(&acc.lock);
-    stop_locked();
+    stop_locked(1);
     pthread_mutex_unlock(&acc.lock);
 }
 
@@ -196,39 +233,52 @@ static void count_locked(void)
     if (ap_max_requests_per_child > 0
         && apr_atomic_dec32(&rp_child.conns_left) == 0) {
         rp_child_request_stop(RP_GRACEFUL);
-        stop_locked();
+        stop_locked(0);     /* the parent's copies keep the queue */
     }
 }
 
-rp_conn *rp_accept(int idx)
+static rp_conn *new_conn(apr_pool_t *p, apr_socket_t *sock)
 {
-    rp_listener *l = &rp_child.listeners[idx];
-    apr_pool_t *p = connection_pool();
-    apr_socket_t *sock = NULL;
-    apr_status_t rv = APR_EBADF;
-    rp_conn *rc;
+    rp_conn *rc = apr_pcalloc(p, sizeof(*rc));
 
-    pthread_mutex_lock(&acc.lock);
-    if (acc.listening) {        /* else its descriptor may be reused */
-        rv = apr_socket_accept(&sock, l->lr->sd, p);
-        if (rv == APR_SUCCESS) {
-            count_locked();
-        }
-        else if (!is_transient(rv)) {
-            failed_locked(l->lr, rv);
-        }
-    }
-    pthread_mutex_unlock(&acc.lock);
-    if (rv != APR_SUCCESS) {
-        rp_accept_give_pool(p);
-        return NULL;
-    }
-    rc = apr_pcalloc(p, sizeof(*rc));
     rc->pool = p;
     rc->sock = sock;
     rc->slot = -1;
     apr_os_sock_get(&rc->fd, sock);
     rp_timer_init(&rc->timer);
     apr_atomic_inc32(&rp_child.live_conns);
+    return rc;
+}
+
+/* Caller holds acc.lock and checked acc.listening (else the descriptor may
+ * have been reused). */
+static rp_conn *accept_locked(rp_listener *l)
+{
+    apr_pool_t *p = connection_pool();
+    apr_socket_t *sock = NULL;
+    apr_status_t rv = apr_socket_accept(&sock, l->lr->sd, p);
+
+    if (rv != APR_SUCCESS) {
+        if (!is_transient(rv)) {
+            failed_locked(l->lr, rv);
+        }
+        rp_accept_give_pool(p);
+        return NULL;
+    }
+    return new_conn(p, sock);
+}
+
+rp_conn *rp_accept(int idx)
+{
+    rp_conn *rc = NULL;
+
+    pthread_mutex_lock(&acc.lock);
+    if (acc.listening) {
+        rc = accept_locked(&rp_child.listeners[idx]);
+        if (rc) {
+            count_locked();
+        }
+    }
+    pthread_mutex_unlock(&acc.lock);
     return rc;
 }

@@ -38,7 +38,9 @@ typedef enum {
     RP_PARK_NONE = 0,
     RP_PARK_KEEPALIVE,          /* waiting for the next request */
     RP_PARK_IO,                 /* write completion or a module's wait */
-    RP_PARK_LINGER              /* lingering close: reading to EOF */
+    RP_PARK_LINGER,             /* lingering close: reading to EOF */
+    RP_PARK_NEW                 /* taken from the queue while stopping,
+                                   waiting for its first request */
 } rp_park;
 
 typedef struct rp_conn {

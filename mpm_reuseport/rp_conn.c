@@ -368,7 +368,7 @@ void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
             rc->pub.state = CONN_STATE_PROCESSING;
         }
         break;
-    default:                    /* just accepted */
+    default:                    /* just accepted (RP_PARK_NEW: earlier) */
         break;
     }
     rc->park = RP_PARK_NONE;

@@ -437,6 +437,26 @@ void rp_listen_close_other_buckets(int keep_bucket)
     }
 }
 
+void rp_listen_stop_deferring(void)
+{
+#ifdef TCP_DEFER_ACCEPT
+    int i, off = 0;
+    ap_listen_rec *lr;
+
+    /* A graceful stop: the children take what is queued before the last
+     * copies close; with TCP_DEFER_ACCEPT a finished handshake would wait
+     * outside the queue for its data, and be reset by that close. */
+    for (i = 0; i < rp_lim.num_buckets; i++) {
+        for (lr = rp_buckets[i].listeners; lr; lr = lr->next) {
+            int fd;
+            apr_os_sock_get(&fd, lr->sd);
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &off,
+                             sizeof(off));
+        }
+    }
+#endif
+}
+
 void rp_listen_close_all(void)
 {
     rp_dup *d;

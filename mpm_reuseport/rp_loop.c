@@ -101,8 +101,10 @@ static void unpark_locked(rp_conn *rc)
 
 static rp_timeq *queue_for(rp_park why, apr_interval_time_t timeout)
 {
+    /* New connections go with I/O waits: they are not idle keep-alive
+     * connections that a graceful stop may close early. */
     rp_timeqs *set = why == RP_PARK_KEEPALIVE ? &rp_child.keepalive_qs
-                     : why == RP_PARK_IO ? &rp_child.io_qs
+                     : why == RP_PARK_IO || why == RP_PARK_NEW ? &rp_child.io_qs
                      : &rp_child.linger_qs;
     rp_timeq *q = rp_timeqs_get(set, timeout);
 

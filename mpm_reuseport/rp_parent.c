@@ -382,6 +382,7 @@ static int stop_gracefully(void)
     apr_time_t cutoff = ap_graceful_shutdown_timeout
         ? apr_time_now() + apr_time_from_sec(ap_graceful_shutdown_timeout) : 0;
 
+    rp_listen_stop_deferring();
     rp_listen_close_all();
     rp_gen_stop_retiring(AP_MPM_PODX_GRACEFUL);
     signal_all_buckets(AP_MPM_PODX_GRACEFUL);
