@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mpm-ng benchmark suite (`make bench`, or `python3 bench/run.py`).
 
-Parts (--part, comma separated; default all three, --quick: throughput):
+Parts (--part, comma separated; default all four, --quick: throughput):
   throughput  every variant up at once on its own 127.0.0.1 port; for each
               round, for each workload, every variant in turn, the order
               rotated each round (A,B,C / B,C,A / C,A,B ...).  wrk per run.
@@ -11,6 +11,10 @@ Parts (--part, comma separated; default all three, --quick: throughput):
   syscalls    one variant at a time: syscalls per request for the 500 B file
               (keep-alive and new connection per request), counted by
               bpftrace over the server's processes, idle window subtracted.
+  restart     one variant at a time: new-connection and keep-alive load
+              without reloads, then with 10 graceful restarts (nginx:
+              reloads) in 20 s: failed requests, resets, p99 latency
+              (bench/lib/restartbench.py).
 
 Results go to bench/results/<date-time>/ (raw TSVs, summary.md, PNG plots);
 bench/results/latest points at the newest.  See docs/PERFORMANCE.md.
@@ -430,6 +434,16 @@ def idle_cpu(srv, window):
 
 
 # ---------------------------------------------------------------- syscalls
+def part_restart(args, variants_, docroot, outdir, info):
+    import restartbench
+    explicit = args.variants.split(",") if args.variants else []
+    tsv = Tsv(os.path.join(outdir, "restart.tsv"), restartbench.COLS)
+    try:
+        restartbench.run(args, restartbench.pick(variants_, explicit), docroot, tsv, log)
+    finally:
+        tsv.close()
+
+
 def part_syscalls(args, variants_, docroot, outdir, info):
     import loadgen
     import servers
@@ -502,8 +516,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
-    ap.add_argument("--part", help="comma list of throughput,idle,syscalls "
-                    "(default: all three; --quick: throughput)")
+    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart "
+                    "(default: all four; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
                     "h2-16K-c50-m10 (default: all 12 HTTP/1.1 ones)")
@@ -551,9 +565,9 @@ def main():
         [2000] if q else [5000, 10000])
     args.idle_window = args.idle_window or (1.0 if q else 2.0)
     args.sys_duration = max(1, args.sys_duration or (1 if q else 3))
-    parts = (args.part or ("throughput" if q else "throughput,idle,syscalls")).split(",")
+    parts = (args.part or ("throughput" if q else "throughput,idle,syscalls,restart")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls"):
+        if p not in ("throughput", "idle", "syscalls", "restart"):
             sys.exit("bench: unknown part %r" % p)
     import loadgen
     for w in args.workloads:
@@ -615,7 +629,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
-                      ("syscalls", part_syscalls)):
+                      ("syscalls", part_syscalls), ("restart", part_restart)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)

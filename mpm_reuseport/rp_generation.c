@@ -16,7 +16,11 @@
 #include "apr_thread_proc.h"
 #include "http_main.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #define CONFTEST_OUTPUT_MAX 8192
+#define CONFTEST_NICE 10
 
 /* ---- pipes of death per generation ------------------------------------- */
 
@@ -176,10 +180,25 @@ static const char **conftest_argv(apr_pool_t *p)
     return argv;
 }
 
+/* This very binary: argv[0] may be relative, and the parent has since
+ * changed directory. */
+static const char *own_binary(apr_pool_t *p, const char *argv0)
+{
+#ifdef __linux__
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0) {
+        return apr_pstrmemdup(p, buf, (apr_size_t)n);
+    }
+#endif
+    return argv0;
+}
+
 /* Runs `httpd <same arguments> -t`; its output goes to *out. */
 static apr_status_t run_conftest(apr_pool_t *p, int *code, char **out)
 {
     const char **argv = conftest_argv(p);
+    const char *binary = own_binary(p, argv[0]);
     apr_procattr_t *attr;
     apr_file_t *rd, *wr;
     apr_proc_t proc;
@@ -193,10 +212,13 @@ static apr_status_t run_conftest(apr_pool_t *p, int *code, char **out)
         || (rv = apr_procattr_child_out_set(attr, wr, NULL))
         || (rv = apr_procattr_child_err_set(attr, wr, NULL))
         || (rv = apr_procattr_cmdtype_set(attr, APR_PROGRAM_PATH))
-        || (rv = apr_proc_create(&proc, argv[0], argv, NULL, attr, p))) {
+        || (rv = apr_procattr_error_check_set(attr, 1))
+        || (rv = apr_proc_create(&proc, binary, argv, NULL, attr, p))) {
         return rv;
     }
     apr_file_close(wr);
+    /* Serving comes first: the test yields the CPU to the children. */
+    (void)setpriority(PRIO_PROCESS, proc.pid, CONFTEST_NICE);
     for (;;) {
         apr_size_t n = CONFTEST_OUTPUT_MAX - len;
         if (n == 0 || apr_file_read(rd, buf + len, &n) != APR_SUCCESS) {

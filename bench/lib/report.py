@@ -287,6 +287,47 @@ def syscalls_md(rows, meta, out):
     return lines
 
 
+# ------------------------------------------------------------ restart
+def restart_md(rows, meta, out):
+    if not rows:
+        return []
+    variants = order_variants([r["variant"] for r in rows], meta)
+    by = {}
+    for r in rows:
+        by.setdefault((r["variant"], r["load"]), {}).setdefault(
+            r.get("round") or "1", {})[r["window"]] = r
+    errs = ("err_connect", "err_read", "err_write", "err_timeout")
+    lines = ["## Graceful restarts under load", "",
+             "Per variant, one at a time, rounds rotated: 16 new-connection and 16 "
+             "keep-alive wrk clients (500 B file), first 12 s without reloads, then "
+             "10 graceful restarts (nginx: reloads) in 20 s. p99: medians over rounds; "
+             "ratio: median of per-round ratios (with / without). Failed: requests wrk "
+             "counted as errors (connect, read, write, timeout), all rounds. Resets: "
+             "connections reset after their handshake while the reloads ran "
+             "(TcpEstabResets), all rounds.", "",
+             "| variant | load | rounds | req/s without | p99 without (ms) | "
+             "p99 with (ms) | p99 ratio | failed with | resets with |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in variants:
+        for load in ("new-conn", "keep-alive"):
+            rounds = [d for d in by.get((v, load), {}).values()
+                      if "steady" in d and "reloading" in d]
+            if not rounds:
+                continue
+            pa = [num(d["steady"]["p99_ms"]) for d in rounds]
+            pb = [num(d["reloading"]["p99_ms"]) for d in rounds]
+            rps = [num(d["steady"]["requests"]) / (num(d["steady"]["window_s"]) or 1)
+                   for d in rounds]
+            ratios = [b / a for a, b in zip(pa, pb) if a]
+            failed = sum(int(num(d["reloading"][k]) or 0) for d in rounds for k in errs)
+            resets = sum(int(num(d["reloading"]["estab_resets"]) or 0) for d in rounds)
+            lines.append("| %s | %s | %d | %s | %s | %s | %s | %d | %d |" % (
+                v, load, len(rounds), f_int(med(rps)), f_num(med(pa)), f_num(med(pb)),
+                f_ratio(med(ratios) if ratios else None), failed, resets))
+    lines.append("")
+    return lines
+
+
 # ------------------------------------------------------------ plots
 def gnuplot(script, out):
     if not shutil.which("gnuplot"):
@@ -460,6 +501,7 @@ def make(out, update_doc=False):
     lines += throughput_md(read_tsv(os.path.join(out, "raw.tsv")), meta, out)
     lines += idle_md(read_tsv(os.path.join(out, "idle.tsv")), meta, out)
     lines += syscalls_md(read_tsv(os.path.join(out, "syscalls.tsv")), meta, out)
+    lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
     pngs = [p for p in ("rps.png", "rps_vs_event.png", "cpu_per_request.png", "latency.png",
                         "idle_memory.png") if os.path.exists(os.path.join(out, p))]
     if pngs:

@@ -37,7 +37,14 @@ HostnameLookups Off
     "throughput": "KeepAliveTimeout 30\nTimeout 60\n",
     "syscalls": "KeepAliveTimeout 30\nTimeout 60\n",
     "idle": "KeepAliveTimeout 900\nTimeout 900\n",
+    # Room for two generations during a graceful restart (old children
+    # finishing while new ones start), for every MPM alike.
+    "restart": "KeepAliveTimeout 30\nTimeout 60\n",
 }
+# After the variant's own directives (the later one wins).  Graceful
+# restarts need scoreboard room for two generations (old children finishing
+# while new ones start), for every MPM alike.
+HTTPD_LATE = {"restart": "ServerLimit 16\n"}
 
 NGINX_KEEPALIVE_TIMEOUT = {"throughput": "30s", "syscalls": "30s", "idle": "900s"}
 
@@ -92,7 +99,8 @@ class HttpdServer(Server):
             modules.append("http2")
             extra = "Protocols h2c http/1.1\n"
         directives = "\n".join([HTTPD_BASE["common"], HTTPD_BASE.get(part, ""), extra,
-                                variant.config(part, "directives")])
+                                variant.config(part, "directives"),
+                                HTTPD_LATE.get(part, "")])
         self.h = privhttpd.Httpd(mpm=variant.mpm, directives=directives,
                                  port=port, docroot=docroot, modules=modules)
         self.port = self.h.port
@@ -101,6 +109,10 @@ class HttpdServer(Server):
     def start(self, timeout=180):
         self.h.start(timeout=timeout)
         self.root_pid = self.h.pid
+
+    def reload(self):
+        """Graceful restart (what `apachectl graceful` sends)."""
+        os.kill(self.root_pid, signal.SIGUSR1)
 
     def stop(self):
         if self.root_pid:
@@ -220,6 +232,10 @@ class NginxServer(Server):
         if not _wait_port(self.host, self.port, timeout):
             raise RuntimeError("nginx pid %d never accepted on port %d\n%s" % (
                 self.root_pid, self.port, self.log_tail()))
+
+    def reload(self):
+        """Configuration reload (`nginx -s reload`)."""
+        os.kill(self.root_pid, signal.SIGHUP)
 
     def stop(self, timeout=30):
         if not self.root_pid:
