@@ -128,6 +128,19 @@ sys.stdout.flush()
 
 
 # ---- the test case base ------------------------------------------------------
+def _built_sanitized():
+    try:
+        with open(os.path.join(OUT, ".variant")) as f:
+            return f.read().strip() == "san"
+    except OSError:
+        return False
+
+
+# Our modules built with ASan/UBSan (make SANITIZE=1): correctness holds,
+# timing targets do not (a restart costs several times the CPU).
+SANITIZED = _built_sanitized()
+
+
 def _sanitizer_reports():
     # out/asan.* and out/ubsan.* always, and wherever a caller's log_path points.
     return (set(glob.glob(os.path.join(OUT, "asan.*")) + glob.glob(os.path.join(OUT, "ubsan.*")))

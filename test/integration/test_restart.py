@@ -7,13 +7,17 @@ import re
 import signal
 import time
 
-from common import (HttpdTestCase, Wrk, mpm_directives, reset_delta,
-                    reuseport_only, tcp_counters, wait_for_log)
+from common import (SANITIZED, HttpdTestCase, Wrk, mpm_directives,
+                    reset_delta, reuseport_only, tcp_counters, wait_for_log)
+
+# Under sanitizers a restart takes seconds: slower pacing, no timing checks.
+EVERY = 3.0 if SANITIZED else 2.0
+LOAD_S = 40 if SANITIZED else 28
 
 
 def conf(buckets, slow_read=False):
     extra = ""
-    if slow_read:
+    if slow_read and not SANITIZED:
         # A configuration that takes ~0.1 s of CPU to read (httpd's Define
         # is quadratic), several times that under load, as a large site's
         # may: stock MPMs stop accepting that long on every graceful restart.
@@ -72,14 +76,16 @@ class SeamlessRestart(HttpdTestCase):
                % (label, n, self.took, bf, bk, rf, rk, bres, rres))
         print("\n    " + msg, end=" ")
         self.assertEqual(n, 10, msg)
-        self.assertLessEqual(self.took, budget + 2, msg)
+        if not SANITIZED:
+            self.assertLessEqual(self.took, budget + 2, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
         self.assertEqual(sum(rres.values()), 0, msg)
         # p99 within 2x of the same load without restarts (1 ms of slack
         # for sub-millisecond baselines on a 2-core machine).
-        for b, r, what in ((bf, rf, "new connections"), (bk, rk, "keep-alive")):
+        pairs = ((bf, rf, "new connections"), (bk, rk, "keep-alive"))
+        for b, r, what in () if SANITIZED else pairs:
             self.assertIsNotNone(r.p99, msg)
             self.assertLessEqual(r.p99, 2 * b.p99 + 1.0,
                                  "%s: p99 %.1f ms with restarts vs %.1f ms "
@@ -92,7 +98,7 @@ class SeamlessRestart(HttpdTestCase):
         h.wait_children(2)
         self.wait_workers(h, 64)
         base = self._load(h, 9, self._idle(7))
-        during = self._load(h, 28, self._restarts(h, 10, 2.0))
+        during = self._load(h, LOAD_S, self._restarts(h, 10, EVERY))
         self._check("same buckets, 0.1 s to read the configuration", base,
                     during, 20)
         self.assertIn("accepting in every bucket", h.log())
@@ -103,7 +109,7 @@ class SeamlessRestart(HttpdTestCase):
         h.wait_children(2)
         self.wait_workers(h, 64)
         base = self._load(h, 9, self._idle(7))
-        during = self._load(h, 28, self._restarts(h, 10, 2.0,
+        during = self._load(h, LOAD_S, self._restarts(h, 10, EVERY,
                                                   bucket_cycle=(3, 2, 1, 2)))
         self._check("bucket count 2->3->2->1->2...", base, during, 20)
 
