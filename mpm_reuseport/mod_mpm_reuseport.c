@@ -6,6 +6,7 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "http_connection.h"
+#include "mod_status.h"
 
 #include <dlfcn.h>
 
@@ -88,6 +89,8 @@ static void rp_register_hooks(apr_pool_t *p)
                               APR_HOOK_REALLY_FIRST);
     ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
                                  APR_HOOK_REALLY_LAST);
+    APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,
+                      APR_HOOK_MIDDLE);
 }
 
 AP_DECLARE_MODULE(mpm_reuseport) = {

@@ -91,6 +91,12 @@ void rp_gen_hand_over_when_ready(void);
 void rp_gen_close_retiring_in_child(void);
 int rp_gen_config_ok(void);
 
+/* rp_bstats.c: per-bucket numbers for server-status */
+void rp_bstats_setup(apr_pool_t *pconf);
+void rp_bstats_accepted(int bucket);
+void rp_bstats_sample(void);
+int rp_bstats_status(request_rec *r, int flags);
+
 /* rp_steer.c: new connections go to the current generation's buckets */
 void rp_steer_buckets(apr_pool_t *p, int nb);
 

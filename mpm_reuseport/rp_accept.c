@@ -265,6 +265,7 @@ static rp_conn *accept_locked(rp_listener *l)
         rp_accept_give_pool(p);
         return NULL;
     }
+    rp_bstats_accepted(rp_child.bucket);
     return new_conn(p, sock);
 }
 

@@ -338,6 +338,7 @@ static void server_main_loop(void)
         }
         update_max_daemons_used();
         rp_gen_hand_over_when_ready();
+        rp_bstats_sample();
     }
 }
 
@@ -474,6 +475,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     ap_log_command_line(plog, s);
     ap_log_mpm_common(s);
     rp_state->mpm->mpm_state = AP_MPMQ_RUNNING;
+    rp_bstats_setup(rp_pconf);
     start_children(rp_lim.start_servers);
 
     server_main_loop();

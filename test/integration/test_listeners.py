@@ -191,3 +191,67 @@ class DualStack(HttpdTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+class BucketStatus(HttpdTestCase):
+    @reuseport_only
+    def test_server_status_shows_buckets_and_a_stuck_queue(self):
+        """server-status shows each bucket's children, accepted connections
+        and kernel queue; a stopped child's bucket shows its waiting
+        connections (sampled by the parent) and the parent logs it once."""
+        import socket
+        import time
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40),
+                       files={"index.html": "x"})
+        kids = h.wait_children(2)
+        self.wait_workers(h, 20)
+        results, _ = parallel_gets(h.host, h.port, 30, "/index.html", timeout=5)
+        self.assertTrue(all(r[0] for r in results), results)
+        st = h.status()
+        self.assertEqual(st["ReusePortBuckets"], "2")
+        from common import http_get
+        page = http_get(h.host, h.port, "/server-status").body.decode()
+        self.assertIn("mpm_reuseport buckets", page)
+        self.assertIn("127.0.0.1:%d" % h.port, page)
+        accepted = sum(int(st["ReusePortBucket%dAccepted" % b]) for b in (0, 1))
+        self.assertGreaterEqual(accepted, 30)
+        for b in (0, 1):
+            self.assertEqual(st["ReusePortBucket%dChildren" % b], "1")
+            self.assertEqual(st["ReusePortBucket%dQueued" % b], "0")
+            self.assertGreater(int(st["ReusePortBucket%dQueueLimit" % b]), 0)
+        os.kill(kids[0], signal.SIGSTOP)
+        held = []
+        try:
+            # Requests sent, so TCP_DEFER_ACCEPT lets them into the queue;
+            # about half hash to the stopped child's bucket and wait there.
+            for _ in range(20):
+                s = socket.create_connection((h.host, h.port), timeout=5)
+                s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+                held.append(s)
+            deadline = time.monotonic() + 10
+            st = None
+            while time.monotonic() < deadline:
+                try:
+                    st = h.status(timeout=1)    # may hash to the stopped bucket
+                except OSError:
+                    continue
+                if any(int(st["ReusePortBucket%dQueued" % b]) > 0 for b in (0, 1)):
+                    break
+                time.sleep(0.3)
+            self.assertIsNotNone(st, "no status answer from the running child")
+            queued = [int(st["ReusePortBucket%dQueued" % b]) for b in (0, 1)]
+            self.assertEqual(sorted(q > 0 for q in queued), [False, True], queued)
+            waiting = max(queued)
+            self.assertGreaterEqual(waiting, 3, queued)
+            # Stuck for 2 s: logged once.
+            self.wait_until(lambda: "its children are stuck" in h.log(), 10,
+                            "the parent to report the stuck bucket")
+        finally:
+            os.kill(kids[0], signal.SIGCONT)
+        for s in held:
+            s.settimeout(5)
+            self.assertTrue(s.recv(100).startswith(b"HTTP/1.1 200"))
+            s.close()
+        self.wait_until(lambda: all(h.status()["ReusePortBucket%dQueued" % b] == "0"
+                                    for b in (0, 1)), 10, "the queue to drain")
+        self.assertEqual(h.log().count("its children are stuck"), 1)

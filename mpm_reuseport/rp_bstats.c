@@ -1,0 +1,194 @@
+/* Per-bucket numbers for server-status: children, connections accepted,
+ * and the kernel's accept queue of the bucket's sockets.
+ *
+ * Only the parent holds every bucket's sockets (each child closes the
+ * others), so the parent samples the queues (TCP_INFO on a listening
+ * socket: tcpi_unacked is the queue length, tcpi_sacked its limit) on
+ * every pass of its main loop; children count what they accept.  Both go
+ * to a small table in shared memory, one per generation, that whichever
+ * child answers server-status reads.  A bucket whose queue grows while its
+ * children accept nothing is thereby visible (and logged by the parent). */
+#include "rp.h"
+
+#include "apr_shm.h"
+#include "apr_strings.h"
+#include "http_protocol.h"
+#include "mod_status.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+typedef struct rp_bstat {
+    apr_uint64_t accepted;      /* children: connections taken */
+    apr_uint32_t queued;        /* parent: waiting in the kernel */
+    apr_uint32_t queue_limit;   /* parent: the listen backlog */
+    apr_uint32_t stuck_since;   /* parent: seconds (apr time / 1e6) */
+    apr_uint32_t stuck_logged;
+    apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
+} rp_bstat;
+
+static rp_bstat *table;         /* rp_lim.num_buckets rows, or NULL */
+static int table_rows;
+
+void rp_bstats_setup(apr_pool_t *pconf)
+{
+    apr_shm_t *shm;
+    apr_size_t size = rp_lim.num_buckets * sizeof(rp_bstat);
+
+    table = NULL;
+    table_rows = 0;
+    if (apr_shm_create(&shm, size, NULL, pconf) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
+                     "no shared memory for per-bucket statistics; "
+                     "server-status will not show them");
+        return;
+    }
+    table = apr_shm_baseaddr_get(shm);
+    memset(table, 0, size);
+    table_rows = rp_lim.num_buckets;
+    rp_bstats_sample();
+}
+
+void rp_bstats_accepted(int bucket)
+{
+    if (table && bucket < table_rows) {
+        __atomic_fetch_add(&table[bucket].accepted, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
+{
+    ap_listen_rec *lr;
+
+    *queued = *limit = 0;
+#ifdef TCP_INFO
+    for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        int fd;
+        apr_os_sock_get(&fd, lr->sd);
+        if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+            *queued += ti.tcpi_unacked;
+            *limit += ti.tcpi_sacked;
+        }
+    }
+#endif
+}
+
+/* A bucket with connections waiting and nothing accepted since the last
+ * look (at least a second ago) is stuck: say so once until it recovers. */
+static void watch_stuck(int b, rp_bstat *st, apr_uint64_t accepted)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+
+    if (st->queued == 0 || accepted != st->seen_accepted) {
+        st->stuck_since = 0;
+        st->stuck_logged = 0;
+        st->seen_accepted = accepted;
+        return;
+    }
+    if (!st->stuck_since) {
+        st->stuck_since = now;
+    }
+    else if (now - st->stuck_since >= 2 && !st->stuck_logged) {
+        st->stuck_logged = 1;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
+                     "bucket %d: %u connections waiting and none accepted for "
+                     "%u s: its children are stuck (a blocked module, a stopped "
+                     "process?) or all busy; see server-status", b, st->queued,
+                     now - st->stuck_since);
+    }
+}
+
+void rp_bstats_sample(void)
+{
+    int b;
+
+    for (b = 0; table && b < table_rows; b++) {
+        rp_bstat *st = &table[b];
+        apr_uint32_t q, lim;
+        queue_of(b, &q, &lim);
+        __atomic_store_n(&st->queued, q, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->queue_limit, lim, __ATOMIC_RELAXED);
+        watch_stuck(b, st, __atomic_load_n(&st->accepted, __ATOMIC_RELAXED));
+    }
+}
+
+/* Current-generation children of each bucket: running, accepting. */
+static void count_children(int b, int *running, int *accepting)
+{
+    int i;
+
+    *running = *accepting = 0;
+    for (i = 0; i < rp_lim.daemons_limit; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+        if (ps->pid == 0 || ps->bucket != b
+            || ps->generation != rp_state->mpm->my_generation) {
+            continue;
+        }
+        (*running)++;
+        if (!ps->quiescing && !ps->not_accepting) {
+            (*accepting)++;
+        }
+    }
+}
+
+static const char *bucket_addresses(request_rec *r, int b)
+{
+    ap_listen_rec *lr;
+    const char *out = "";
+
+    for (lr = rp_buckets[b].listeners; lr; lr = lr->next) {
+        out = apr_psprintf(r->pool, "%s%s%pI", out, *out ? " " : "",
+                           lr->bind_addr);
+    }
+    return out;
+}
+
+int rp_bstats_status(request_rec *r, int flags)
+{
+    int b;
+
+    if (!table || !rp_buckets) {
+        return OK;
+    }
+    if (flags & AP_STATUS_SHORT) {
+        ap_rprintf(r, "ReusePortBuckets: %d\n", table_rows);
+    }
+    else {
+        ap_rputs("<hr /><h2>mpm_reuseport buckets</h2>\n<table border=\"0\">"
+                 "<tr><th>bucket</th><th>listeners</th><th>children "
+                 "(accepting)</th><th>accepted</th><th>waiting in the "
+                 "kernel / limit</th></tr>\n", r);
+    }
+    for (b = 0; b < table_rows; b++) {
+        rp_bstat *st = &table[b];
+        apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
+        apr_uint32_t q = __atomic_load_n(&st->queued, __ATOMIC_RELAXED);
+        apr_uint32_t lim = __atomic_load_n(&st->queue_limit, __ATOMIC_RELAXED);
+        int running, accepting;
+
+        count_children(b, &running, &accepting);
+        if (flags & AP_STATUS_SHORT) {
+            ap_rprintf(r, "ReusePortBucket%dChildren: %d\n"
+                       "ReusePortBucket%dAccepting: %d\n"
+                       "ReusePortBucket%dAccepted: %" APR_UINT64_T_FMT "\n"
+                       "ReusePortBucket%dQueued: %u\n"
+                       "ReusePortBucket%dQueueLimit: %u\n",
+                       b, running, b, accepting, b, acc, b, q, b, lim);
+        }
+        else {
+            ap_rprintf(r, "<tr><td>%d</td><td>%s</td><td>%d (%d)</td><td>%"
+                       APR_UINT64_T_FMT "</td><td>%u / %u</td></tr>\n", b,
+                       ap_escape_html(r->pool, bucket_addresses(r, b)),
+                       running, accepting, acc, q, lim);
+        }
+    }
+    if (!(flags & AP_STATUS_SHORT)) {
+        ap_rputs("</table>\n<p>Waiting: connections the kernel completed "
+                 "that no child has accepted yet (sampled by the parent "
+                 "about once a second).</p>\n", r);
+    }
+    return OK;
+}
