@@ -60,6 +60,25 @@ static const char *set_buckets(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+static const char *set_per_bucket(cmd_parms *cmd, void *dummy,
+                                  const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    const char *why;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if ((why = rp_parse_count(arg, 1, RP_MAX_SERVER_LIMIT,
+                              &rp_conf.per_bucket))) {
+        return apr_psprintf(cmd->pool, "ReusePortChildrenPerBucket '%s': %s "
+                            "(use a count from 1 to %d)", arg, why,
+                            RP_MAX_SERVER_LIMIT);
+    }
+    return NULL;
+}
+
 static const char *set_reuseport(cmd_parms *cmd, void *dummy, int on)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
@@ -119,6 +138,10 @@ const command_rec rp_directives[] = {
     AP_INIT_TAKE1("ReusePortBuckets", set_buckets, NULL, RSRC_CONF,
                   "Listener buckets (SO_REUSEPORT sockets per Listen "
                   "address): 'auto' (one per online CPU) or a count"),
+    AP_INIT_TAKE1("ReusePortChildrenPerBucket", set_per_bucket, NULL,
+                  RSRC_CONF, "Accepting children kept in every bucket; 2 or "
+                  "more keep a bucket served while one child is stopped or "
+                  "blocked"),
     AP_INIT_TAKE1("AsyncRequestWorkerFactor", set_async_factor, NULL,
                   RSRC_CONF, "Accepted for mpm_event compatibility; no "
                   "effect (admission is by idle workers)"),

@@ -189,13 +189,14 @@ static void maintain_bucket(int b)
     bucket_census c;
 
     count_bucket(b, &c);
-    if (c.accepting == 0) {
+    if (c.accepting < rp_lim.per_bucket) {
         int slot = free_slot(b);
         if (slot >= 0) {
             make_child(slot, b);    /* a bucket is never left unserved */
         }
     }
-    else if (c.idle > rp_lim.max_spare_threads / nb && c.accepting > 1) {
+    else if (c.idle > rp_lim.max_spare_threads / nb
+             && c.accepting > rp_lim.per_bucket) {
         ap_mpm_podx_signal(rp_buckets[b].pod, AP_MPM_PODX_GRACEFUL);
         rp_state->idle_spawn_rate[b] = 1;
     }
@@ -275,7 +276,7 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
         bucket_census c;
         count_bucket(bucket_of(slot), &c);
         /* Crash loops: after 3 quick deaths wait for the next tick. */
-        if (c.accepting == 0 && ++*successive_kills <= 3) {
+        if (c.accepting < rp_lim.per_bucket && ++*successive_kills <= 3) {
             make_child(slot, bucket_of(slot));
         }
     }

@@ -19,6 +19,7 @@ void rp_settings_init(rp_settings *s)
     s->max_spare_threads = RP_UNSET;
     s->buckets = RP_BUCKETS_AUTO;
     s->reuseport = 1;
+    s->per_bucket = RP_UNSET;
 }
 
 const char *rp_parse_count(const char *arg, int min, int max, int *out)
@@ -138,18 +139,28 @@ static int resolve_threads(const rp_settings *s, rp_limits *l, rp_notes *notes,
 }
 
 /* Buckets: "auto" follows the CPUs within what the limits allow; an explicit
- * count that cannot get one child per bucket is a configuration error. */
+ * count that cannot get its children per bucket is a configuration error. */
 static int resolve_buckets(const rp_settings *s, int online_cpus,
                            int have_reuseport, rp_limits *l, rp_notes *notes,
                            char *err, size_t errlen)
 {
+    int per = l->per_bucket, most = l->daemons_limit / l->per_bucket;
+
     l->reuseport = s->reuseport && have_reuseport;
-    if (s->buckets != RP_BUCKETS_AUTO && s->buckets > l->daemons_limit) {
+    if (per > l->daemons_limit) {
         return fail(err, errlen,
-                    "ReusePortBuckets %d needs at least one child per bucket "
-                    "but only %d children are allowed (MaxRequestWorkers %d / "
+                    "ReusePortChildrenPerBucket %d is more than the %d children "
+                    "allowed (MaxRequestWorkers %d / ThreadsPerChild %d, "
+                    "ServerLimit %d)", per, l->daemons_limit, l->max_workers,
+                    l->threads_per_child, l->server_limit);
+    }
+    if (s->buckets != RP_BUCKETS_AUTO && s->buckets > most) {
+        return fail(err, errlen,
+                    "ReusePortBuckets %d needs %d child%s per bucket but only "
+                    "%d children are allowed (MaxRequestWorkers %d / "
                     "ThreadsPerChild %d, ServerLimit %d)",
-                    s->buckets, l->daemons_limit, l->max_workers,
+                    s->buckets, per, per == 1 ? "" : "ren",
+                    l->daemons_limit, l->max_workers,
                     l->threads_per_child, l->server_limit);
     }
     if (!l->reuseport) {
@@ -169,11 +180,11 @@ static int resolve_buckets(const rp_settings *s, int online_cpus,
     if (l->num_buckets > RP_MAX_BUCKETS) {
         l->num_buckets = RP_MAX_BUCKETS;
     }
-    if (l->num_buckets > l->daemons_limit) {
+    if (l->num_buckets > most) {
         note(notes, "ReusePortBuckets auto: %d CPUs but only %d children "
-             "allowed; using %d buckets", online_cpus, l->daemons_limit,
-             l->daemons_limit);
-        l->num_buckets = l->daemons_limit;
+             "allowed (%d per bucket); using %d buckets", online_cpus,
+             l->daemons_limit, per, most);
+        l->num_buckets = most;
     }
     return 0;
 }
@@ -182,12 +193,14 @@ static int resolve_buckets(const rp_settings *s, int online_cpus,
 static void resolve_spares(const rp_settings *s, rp_limits *l, rp_notes *notes)
 {
     int nb = l->num_buckets, tpc = l->threads_per_child, floor_min, floor_max;
+    int need = nb * l->per_bucket;
 
-    l->start_servers = or_default(s->start_servers, nb);
-    if (l->start_servers < nb) {
+    l->start_servers = or_default(s->start_servers, need);
+    if (l->start_servers < need) {
         note(notes, "StartServers %d raised to %d: every listener bucket "
-             "needs a child", l->start_servers, nb);
-        l->start_servers = nb;
+             "needs %d child%s", l->start_servers, need, l->per_bucket,
+             l->per_bucket == 1 ? "" : "ren");
+        l->start_servers = need;
     }
     if (l->start_servers > l->daemons_limit) {
         note(notes, "StartServers %d lowered to %d (MaxRequestWorkers / "
@@ -229,6 +242,7 @@ int rp_settings_resolve(const rp_settings *s, int online_cpus,
     if (notes) {
         notes->count = 0;
     }
+    l.per_bucket = or_default(s->per_bucket, 1);
     if (resolve_threads(s, &l, notes, err, errlen)
         || resolve_buckets(s, online_cpus, have_reuseport, &l, notes, err,
                            errlen)) {

@@ -31,6 +31,7 @@ typedef struct rp_settings {
     int max_spare_threads;
     int buckets;              /* RP_BUCKETS_AUTO or a count */
     int reuseport;            /* 1 on (default), 0 off */
+    int per_bucket;           /* ReusePortChildrenPerBucket (RP_UNSET: 1) */
 } rp_settings;
 
 /* What the server runs with. */
@@ -45,6 +46,7 @@ typedef struct rp_limits {
     int min_spare_threads;
     int max_spare_threads;
     int reuseport;            /* effective: configured on and available */
+    int per_bucket;           /* accepting children kept in each bucket */
 } rp_limits;
 
 /* Adjustments made while resolving, each worth one log line. */

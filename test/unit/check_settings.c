@@ -201,6 +201,50 @@ START_TEST(spare_window_wider_than_a_child_per_bucket)
 }
 END_TEST
 
+START_TEST(children_per_bucket_default_and_start_servers)
+{
+    s.buckets = 2;
+    ck_assert_int_eq(resolve(4, 1), 0);
+    ck_assert_int_eq(l.per_bucket, 1);
+    ck_assert_int_eq(l.start_servers, 2);
+    setup();
+    s.buckets = 2;
+    s.per_bucket = 2;
+    ck_assert_int_eq(resolve(4, 1), 0);
+    ck_assert_int_eq(l.per_bucket, 2);
+    ck_assert_int_eq(l.start_servers, 4);
+    setup();
+    s.buckets = 2;
+    s.per_bucket = 2;
+    s.start_servers = 3;
+    ck_assert_int_eq(resolve(4, 1), 0);
+    ck_assert_int_eq(l.start_servers, 4);
+    ck_assert(notes_mention("StartServers 3 raised to 4"));
+}
+END_TEST
+
+START_TEST(children_per_bucket_limits_buckets)
+{
+    /* 4 children allowed (100 / 25). */
+    s.max_workers = 100;
+    s.per_bucket = 2;
+    ck_assert_int_eq(resolve(8, 1), 0);
+    ck_assert_int_eq(l.num_buckets, 2);
+    ck_assert(notes_mention("2 per bucket"));
+    setup();
+    s.max_workers = 100;
+    s.per_bucket = 2;
+    s.buckets = 3;
+    ck_assert_int_eq(resolve(8, 1), -1);
+    ck_assert_ptr_nonnull(strstr(err, "ReusePortBuckets 3 needs 2 children"));
+    setup();
+    s.max_workers = 100;
+    s.per_bucket = 5;
+    ck_assert_int_eq(resolve(8, 1), -1);
+    ck_assert_ptr_nonnull(strstr(err, "ReusePortChildrenPerBucket 5"));
+}
+END_TEST
+
 static Suite *settings_suite(void)
 {
     Suite *su = suite_create("rp_settings");
@@ -223,6 +267,8 @@ static Suite *settings_suite(void)
     tcase_add_test(tc, start_servers_raised_to_bucket_count);
     tcase_add_test(tc, start_servers_lowered_to_daemons_limit);
     tcase_add_test(tc, spare_window_wider_than_a_child_per_bucket);
+    tcase_add_test(tc, children_per_bucket_default_and_start_servers);
+    tcase_add_test(tc, children_per_bucket_limits_buckets);
     suite_add_tcase(su, tc);
     return su;
 }
