@@ -53,6 +53,7 @@ typedef struct rp_retained {
     int sick_child_detected;
     int spawn_rate_size;
     int *idle_spawn_rate;        /* per bucket */
+    apr_time_t *reap_hold_until; /* per bucket: a child was just told to go */
     int hold_off_on_exponential_spawning;
     rp_dup *dups;                /* bucket sockets 1..n-1 per primary */
     /* rp_generation.c: pipes of death of the current generation, and of

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #define MAX_SPAWN_RATE 32
+#define REAP_HOLD_SEC 3
 
 static int child_fatal;
 
@@ -197,7 +198,13 @@ static void maintain_bucket(int b)
     }
     else if (c.idle > rp_lim.max_spare_threads / nb
              && c.accepting > rp_lim.per_bucket) {
-        ap_mpm_podx_signal(rp_buckets[b].pod, AP_MPM_PODX_GRACEFUL);
+        /* The child told to go counts as accepting until it gets to it:
+         * tell no other one meanwhile, or the bucket could lose them all. */
+        if (apr_time_now() >= rp_state->reap_hold_until[b]) {
+            ap_mpm_podx_signal(rp_buckets[b].pod, AP_MPM_PODX_GRACEFUL);
+            rp_state->reap_hold_until[b] = apr_time_now()
+                                           + apr_time_from_sec(REAP_HOLD_SEC);
+        }
         rp_state->idle_spawn_rate[b] = 1;
     }
     else if (c.idle < rp_lim.min_spare_threads / nb || c.idle == 0) {
@@ -227,10 +234,13 @@ static void size_spawn_rates(void)
     if (rp_state->spawn_rate_size < rp_lim.num_buckets) {
         rp_state->idle_spawn_rate = apr_palloc(ap_pglobal,
                                                rp_lim.num_buckets * sizeof(int));
+        rp_state->reap_hold_until = apr_palloc(ap_pglobal, rp_lim.num_buckets
+                                               * sizeof(apr_time_t));
         rp_state->spawn_rate_size = rp_lim.num_buckets;
     }
     for (i = 0; i < rp_lim.num_buckets; i++) {
         rp_state->idle_spawn_rate[i] = 1;
+        rp_state->reap_hold_until[i] = 0;
     }
 }
 

@@ -235,7 +235,8 @@ class BucketStatus(HttpdTestCase):
                     st = h.status(timeout=1)    # may hash to the stopped bucket
                 except OSError:
                     continue
-                if any(int(st["ReusePortBucket%dQueued" % b]) > 0 for b in (0, 1)):
+                # Sampled about once a second: wait for the whole backlog.
+                if any(int(st["ReusePortBucket%dQueued" % b]) >= 3 for b in (0, 1)):
                     break
                 time.sleep(0.3)
             self.assertIsNotNone(st, "no status answer from the running child")
@@ -275,7 +276,6 @@ class ChildrenPerBucket(HttpdTestCase):
         # MaxSpareThreads 32 would reap down to one child per bucket; the
         # directive keeps two in each.
         time.sleep(2.5)
-        self.assertEqual(len(h.children()), 4)
         st = h.status()
         for b in (0, 1):
             self.assertEqual(st["ReusePortBucket%dAccepting" % b], "2")
