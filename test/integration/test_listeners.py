@@ -266,7 +266,6 @@ class ChildrenPerBucket(HttpdTestCase):
         a waiting child): new-connection p99 stays under 100 ms and no
         request fails."""
         import time
-        from common import Wrk
         h = self.httpd(mpm_directives(buckets=2, start=4, server_limit=8, threads=16,
                                       thread_limit=16, max_workers=128, min_spare=16,
                                       max_spare=32)
@@ -279,18 +278,51 @@ class ChildrenPerBucket(HttpdTestCase):
         st = h.status()
         for b in (0, 1):
             self.assertEqual(st["ReusePortBucket%dAccepting" % b], "2")
-        w = Wrk(h.url("/f.bin"), 5, 16, close=True, latency=True).start()
+        # Our own clients, a new connection per request, so every latency
+        # is one request's (no tool's bookkeeping in between).
+        import threading
+        from common import http_get
+        lat, errors, stop = [], [], time.monotonic() + 4
+        stopped_at = {}
+
+        def client():
+            while time.monotonic() < stop:
+                t0 = time.monotonic()
+                try:
+                    r = http_get(h.host, h.port, "/f.bin", timeout=10)
+                    if r.status != 200:
+                        errors.append(r.status)
+                except Exception as e:      # noqa: BLE001 (reported)
+                    errors.append(repr(e))
+                if "t" in stopped_at and t0 > stopped_at["t"]:
+                    lat.append(time.monotonic() - t0)
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
         try:
-            time.sleep(1)
+            time.sleep(0.5)
             os.kill(kids[0], signal.SIGSTOP)
+            stopped_at["t"] = time.monotonic()
             time.sleep(3)
         finally:
             os.kill(kids[0], signal.SIGCONT)
-            r = w.result()
-        print("\n    one of four children stopped for 3 s: %s" % r, end=" ")
-        self.assertGreater(r.requests, 1000, r)
-        self.assertEqual(r.failures, 0, r)
-        self.assertLess(r.p99, 100, r)
+            for t in threads:
+                t.join(30)
+        lat.sort()
+        p99 = lat[int(len(lat) * 0.99)] * 1000 if lat else None
+        msg = ("one of four children stopped for 3 s: %d requests started "
+               "meanwhile, p99 %s ms, max %.0f ms, errors %s"
+               % (len(lat), "%.1f" % p99 if lat else "-",
+                  lat[-1] * 1000 if lat else 0, errors[:5]))
+        print("\n    " + msg, end=" ")
+        self.assertGreater(len(lat), 500, msg)
+        self.assertEqual(errors, [], msg)
+        self.assertLess(p99, 100, msg)
+        # Closed-loop clients stuck on a stalled bucket stop issuing, so a
+        # stall hides from p99 (3 s stalls: p99 5 ms, max 3,000 ms with one
+        # child per bucket); the slowest request shows it.
+        self.assertLess(lat[-1], 0.5, msg)
 
     @reuseport_only
     def test_bad_children_per_bucket_rejected(self):
