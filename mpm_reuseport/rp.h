@@ -99,7 +99,7 @@ void rp_bstats_sample(void);
 int rp_bstats_status(request_rec *r, int flags);
 
 /* rp_steer.c: new connections go to the current generation's buckets */
-void rp_steer_buckets(apr_pool_t *p, int nb);
+void rp_steer_buckets(int nb);
 
 /* rp_listen.c */
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);

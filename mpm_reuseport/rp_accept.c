@@ -96,9 +96,9 @@ static rp_conn *accept_locked(rp_listener *l);
 #define RP_DRAIN_MAX 4096
 #define RP_DRAIN_PAUSE apr_time_from_msec(20)
 
-static int drain_once_locked(void)
+static void drain_once_locked(void)
 {
-    int i, n, total = 0;
+    int i, n;
 
     for (i = 0; i < rp_child.nlisteners; i++) {
         for (n = 0; n < RP_DRAIN_MAX; n++) {
@@ -108,9 +108,7 @@ static int drain_once_locked(void)
             }
             rp_loop_park(rc, RP_PARK_NEW, RP_POLL_IN, ap_server_conf->timeout);
         }
-        total += n;
     }
-    return total;
 }
 
 static void drain_locked(void)

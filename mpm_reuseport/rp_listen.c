@@ -411,7 +411,7 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
     }
     build_buckets(pconf, nb);
     if (rp_lim.reuseport && nb > 0 && !rp_listen_note) {
-        rp_steer_buckets(pconf, nb);
+        rp_steer_buckets(nb);
     }
     if (set_nonblocking(pconf)) {
         return -1;

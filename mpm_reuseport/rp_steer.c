@@ -13,6 +13,7 @@
 #include "rp.h"
 
 #ifdef __linux__
+#include <errno.h>
 #include <linux/filter.h>
 #include <sys/socket.h>
 #ifndef SO_ATTACH_REUSEPORT_CBPF
@@ -35,7 +36,7 @@ static int attach_prog(int fd, int nb)
 }
 #endif
 
-void rp_steer_buckets(apr_pool_t *p, int nb)
+void rp_steer_buckets(int nb)
 {
 #ifdef __linux__
     ap_listen_rec *lr;
@@ -57,5 +58,4 @@ void rp_steer_buckets(apr_pool_t *p, int nb)
 #else
     (void)nb;
 #endif
-    (void)p;
 }

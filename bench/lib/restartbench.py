@@ -8,10 +8,10 @@ EVERY seconds apart.  Recorded per window and load: requests, failed
 requests by kind, p99 latency, and TCP connections reset after their
 handshake (TcpEstabResets of the namespace, counted while the reloads run,
 not at the end where wrk closes busy connections itself)."""
-import os
 import time
 
 import loadgen
+import netcounters
 
 RELOADS = 10
 EVERY = 2.0
@@ -23,13 +23,7 @@ COLS = ["time", "round", "variant", "window", "window_s", "load", "reloads", "re
 
 
 def _estab_resets():
-    with open("/proc/net/snmp") as f:
-        lines = f.read().splitlines()
-    for names, vals in zip(lines[::2], lines[1::2]):
-        if names.startswith("Tcp:"):
-            d = dict(zip(names.split()[1:], vals.split()[1:]))
-            return int(d.get("EstabResets", 0))
-    return 0
+    return netcounters.tcp_counters().get("TcpEstabResets", 0)
 
 
 def _window(srv, seconds, reloads):

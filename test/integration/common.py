@@ -632,30 +632,8 @@ def line_count(path):
         return 0
 
 
-def tcp_counters():
-    """TCP counters of this network namespace (what `nstat -az` shows):
-    {"TcpOutRsts": n, "TcpExtTCPAbortOnClose": n, ...}."""
-    out = {}
-    for path in ("/proc/net/snmp", "/proc/net/netstat"):
-        with open(path) as f:
-            lines = f.read().splitlines()
-        for names, vals in zip(lines[::2], lines[1::2]):
-            prefix, names = names.split(":", 1)
-            _, vals = vals.split(":", 1)
-            for k, v in zip(names.split(), vals.split()):
-                try:
-                    out[prefix + k] = int(v)
-                except ValueError:
-                    pass
-    return out
-
-
-RESET_COUNTERS = ("TcpOutRsts", "TcpExtTCPAbortOnClose", "TcpExtTCPAbortOnData",
-                  "TcpEstabResets")
-
-
-def reset_delta(before, after):
-    return {k: after.get(k, 0) - before.get(k, 0) for k in RESET_COUNTERS}
+# TCP counters of the namespace: shared with bench/ (test/lib/netcounters.py).
+from netcounters import RESET_COUNTERS, reset_delta, tcp_counters  # noqa: E402,F401
 
 
 def ipv6_loopback():

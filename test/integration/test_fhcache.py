@@ -358,9 +358,13 @@ class FHCacheTest(HttpdTestCase):
         n = 150
         for _ in range(n):
             self.assertEqual(self.get(h, "/t.txt").body, b"t\n")
-        time.sleep(1.5)     # children publish about once a second
+        def total_of(st):
+            return int(st["TotalHits"]) + int(st["TotalMisses"])
+        # Children publish about once a second.
+        self.wait_until(lambda: total_of(self.stats(h)) >= n, 10,
+                        "the totals to include %d requests" % n)
         st = self.stats(h)
-        total = int(st["TotalHits"]) + int(st["TotalMisses"])
+        total = total_of(st)
         own = int(st["Hits"]) + int(st["Misses"])
         # Status requests walk the filesystem too (a miss each).
         self.assertGreaterEqual(total, n)

@@ -125,7 +125,7 @@ class SeamlessRestart(HttpdTestCase):
         os.kill(h.pid, signal.SIGUSR1)
         wait_for_log(h, "restart refused", 20)
         self.assertIn("ThisIsNotADirective", h.log())
-        time.sleep(0.5)
+        time.sleep(0.5)     # nothing must happen: give a wrong restart time
         self.assertLessEqual(set(children), set(h.children()))
         self.assertEqual(h.generation_count(), 1)
         from common import http_get
