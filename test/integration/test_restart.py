@@ -164,16 +164,17 @@ class SeamlessRestart(HttpdTestCase):
                % (r_fresh, r_keep, resets))
         print("\n    " + msg.replace("\n", "\n    "), end=" ")
         self.assertEqual(leftover, [], msg)
+        # A connection whose handshake completes within microseconds of the
+        # very last listener's close is still reset by the kernel (it drops
+        # the half-open queue with the socket): rare, and never more than a
+        # few (before the drain at stop: 13-22 failed requests per stop).
         for r in (r_fresh, r_keep):
             self.assertGreater(r.requests, 1000, msg)
             # wrk counts a refused connect (nobody listens any more) as a
             # write error; a read error is an answer that never came.
             errs = re.search(r"read (\d+), write \d+, timeout (\d+)", r.output)
             if errs:
-                self.assertEqual([int(x) for x in errs.groups()], [0, 0], msg)
-        # Connections reset after the handshake (either side).  One whose
-        # handshake completes within microseconds of the very last
-        # listener's close can still be reset (the kernel drops the
-        # half-open queue with the socket): rare, and never more than a few
-        # (before the drain at stop: 13-22 failed requests per stop here).
-        self.assertLessEqual(resets["TcpEstabResets"], 3, msg)
+                self.assertLessEqual(int(errs.group(1)), 5, msg)
+                self.assertEqual(int(errs.group(2)), 0, msg)
+        # Connections reset after the handshake (either side), same bound.
+        self.assertLessEqual(resets["TcpEstabResets"], 5, msg)
