@@ -85,6 +85,8 @@ static void rp_register_hooks(apr_pool_t *p)
     ap_hook_mpm(rp_run, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_query(rp_query, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_get_name(rp_name, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_mpm_register_timed_callback(rp_callbacks_register, NULL, NULL,
+                                        APR_HOOK_MIDDLE);
     ap_hook_post_read_request(rp_child_post_read_request, NULL, NULL,
                               APR_HOOK_REALLY_FIRST);
     ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,

@@ -97,6 +97,14 @@ void rp_bstats_setup(apr_pool_t *pconf);
 void rp_bstats_accepted(int bucket);
 void rp_bstats_sample(void);
 int rp_bstats_status(request_rec *r, int flags);
+/* Connections waiting in a bucket's queue, and the queue's limit (any
+ * process holding the bucket's sockets). */
+void rp_bstats_queue_of(int bucket, apr_uint32_t *queued,
+                        apr_uint32_t *limit);
+
+/* rp_callbacks.c: the mpm_register_timed_callback hook */
+apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
+                                   void *baton);
 
 /* rp_steer.c: new connections go to the current generation's buckets */
 void rp_steer_buckets(int nb);

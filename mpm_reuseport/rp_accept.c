@@ -14,8 +14,9 @@ static struct {
     pthread_mutex_t lock;       /* accepting vs. closing the listeners */
     int listening;
     apr_time_t rest_until;      /* unwatched after an accept error */
+    int paused;                 /* unwatched: more than our share */
     int error_logged;
-} acc = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+} acc = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
 
 static uint64_t listener_token(int i)
 {
@@ -64,6 +65,22 @@ static apr_status_t create_conn_allocator(void)
     return APR_SUCCESS;
 }
 
+/* Listeners are watched while listening, not resting after an error and
+ * not paused; call with the state before a change to apply it. */
+static int watching_locked(void)
+{
+    return acc.listening && !acc.rest_until && !acc.paused;
+}
+
+static void rewatch_locked(int was)
+{
+    int now = watching_locked();
+
+    if (now != was) {
+        watch_all(now);
+    }
+}
+
 apr_status_t rp_accept_setup(void)
 {
     ap_listen_rec *lr;
@@ -106,7 +123,7 @@ static void drain_once_locked(void)
             if (!rc) {
                 break;
             }
-            rp_loop_park(rc, RP_PARK_NEW, RP_POLL_IN, ap_server_conf->timeout);
+            rp_loop_park_fresh(rc, ap_server_conf->timeout);
         }
     }
 }
@@ -128,7 +145,7 @@ static void stop_locked(int drain)
     if (!acc.listening) {
         return;
     }
-    if (!acc.rest_until) {
+    if (watching_locked()) {
         watch_all(0);
     }
     if (drain) {
@@ -167,12 +184,35 @@ void rp_accept_retry(void)
 {
     pthread_mutex_lock(&acc.lock);
     if (acc.rest_until && apr_time_now() >= acc.rest_until) {
+        int was = watching_locked();
         acc.rest_until = 0;
-        if (acc.listening) {
-            watch_all(1);
-        }
+        rewatch_locked(was);
     }
     pthread_mutex_unlock(&acc.lock);
+}
+
+#define RP_BALANCE_EVERY apr_time_from_msec(5)
+
+static void set_paused_locked(int on)
+{
+    if (acc.paused != on) {
+        int was = watching_locked();
+        acc.paused = on;
+        rewatch_locked(was);
+    }
+}
+
+apr_time_t rp_accept_balance(apr_time_t now)
+{
+    apr_time_t next = 0;
+
+    pthread_mutex_lock(&acc.lock);
+    if (acc.paused) {
+        set_paused_locked(acc.listening && rp_balance_pause(1, now));
+        next = acc.paused ? now + RP_BALANCE_EVERY : 0;
+    }
+    pthread_mutex_unlock(&acc.lock);
+    return next;
 }
 
 static int is_resource_shortage(apr_status_t rv)
@@ -199,7 +239,7 @@ static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
                      ? ": out of descriptors or memory, raise the open-files "
                        "limit (ulimit -n) or lower ThreadsPerChild" : "");
     }
-    if (!acc.rest_until) {
+    if (watching_locked()) {
         watch_all(0);
     }
     acc.rest_until = apr_time_now()
@@ -245,6 +285,7 @@ static rp_conn *new_conn(apr_pool_t *p, apr_socket_t *sock)
     apr_os_sock_get(&rc->fd, sock);
     rp_timer_init(&rc->timer);
     apr_atomic_inc32(&rp_child.live_conns);
+    rp_balance_publish();
     return rc;
 }
 
@@ -272,7 +313,12 @@ rp_conn *rp_accept(int idx)
     rp_conn *rc = NULL;
 
     pthread_mutex_lock(&acc.lock);
-    if (acc.listening) {
+    if (acc.listening && !acc.paused
+        && rp_balance_pause(0, apr_time_now())) {
+        set_paused_locked(1);       /* a sibling takes it */
+        rp_loop_wakeup();           /* the loop looks again soon */
+    }
+    else if (acc.listening && !acc.paused) {
         rc = accept_locked(&rp_child.listeners[idx]);
         if (rc) {
             count_locked();

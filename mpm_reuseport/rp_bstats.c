@@ -57,7 +57,7 @@ void rp_bstats_accepted(int bucket)
     }
 }
 
-static void queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
+void rp_bstats_queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
 {
     ap_listen_rec *lr;
 
@@ -108,7 +108,7 @@ void rp_bstats_sample(void)
     for (b = 0; table && b < table_rows; b++) {
         rp_bstat *st = &table[b];
         apr_uint32_t q, lim;
-        queue_of(b, &q, &lim);
+        rp_bstats_queue_of(b, &q, &lim);
         __atomic_store_n(&st->queued, q, __ATOMIC_RELAXED);
         __atomic_store_n(&st->queue_limit, lim, __ATOMIC_RELAXED);
         watch_stuck(b, st, __atomic_load_n(&st->accepted, __ATOMIC_RELAXED));

@@ -123,9 +123,58 @@ static void shutdown_connections(void)
     }
 }
 
-/* Idle workers take turns waiting on the connection poller (rp_lf.h): a
- * connection that becomes ready wakes the leader, which hands leadership
- * on and runs the connection itself. */
+/* The leader's wait: ready listeners and the connections that waited for
+ * what happened (claimed now), as jobs.  A connection's job carries the
+ * connection itself (user-space pointers never have the listener bit). */
+static int take_events(rp_lf_job *jobs)
+{
+    rp_poll_event ev[RP_LF_BATCH];
+    int n, i, out = 0, woken;
+
+    n = rp_poller_wait(rp_child.conn_poller, -1, ev, RP_LF_BATCH, &woken);
+    for (i = 0; i < n; i++) {
+        rp_conn *rc;
+        if (ev[i].token & RP_LISTENER_TOKEN) {
+            jobs[out].token = ev[i].token;
+            jobs[out++].events = ev[i].events;
+        }
+        else if ((rc = rp_loop_claim(ev[i].token, ev[i].events))) {
+            jobs[out].token = (uint64_t)(apr_uintptr_t)rc;
+            jobs[out++].events = ev[i].events;
+        }
+    }
+    return out;
+}
+
+/* A listener job accepts one connection and, if it got one, queues itself
+ * again behind the events already taken: a burst of new connections is
+ * taken one per job, not one per wait (the poller reports the listener
+ * once among all ready connections, which would starve it). */
+static void run_job(const rp_lf_job *job, apr_thread_t *thd, int tid)
+{
+    rp_conn *rc;
+
+    if (job->token & RP_LISTENER_TOKEN) {
+        rc = rp_accept((int)(job->token & ~RP_LISTENER_TOKEN));
+        if (rc && rp_lf_push(rp_child.lf, job) > 0) {
+            rp_loop_wakeup();
+        }
+    }
+    else if (job->token & RP_TIMER_TAG) {
+        rp_callbacks_run(job->token, thd, tid);
+        return;
+    }
+    else {
+        rc = (rp_conn *)(apr_uintptr_t)job->token;
+    }
+    if (rc) {
+        rp_conn_dispatch(rc, thd, tid);
+    }
+}
+
+/* Idle workers take turns waiting on the connection poller (rp_lf.h): the
+ * leader takes a batch of events, runs the first and leaves the rest to
+ * whichever worker is idle next, itself included. */
 static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
 {
     int tid = (int)(apr_uintptr_t)arg;
@@ -135,28 +184,26 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
     ws->tid = apr_os_thread_current();
     ws->generation = rp_state->mpm->my_generation;
     while (rp_child.mode != RP_UNGRACEFUL && !rp_child.loop_done) {
-        rp_poll_event ev;
-        rp_conn *rc;
-        int n, woken;
+        rp_lf_job jobs[RP_LF_BATCH], job;
+        int what;
 
         ap_update_child_status_from_indexes(rp_child.slot, tid, SERVER_READY,
                                             NULL);
-        if (!rp_lf_lead(rp_child.lf, tid)) {
+        what = rp_lf_next(rp_child.lf, tid, &job);
+        if (what == RP_LF_SHUT) {
             break;
         }
-        n = rp_poller_wait(rp_child.conn_poller, -1, &ev, 1, &woken);
-        if (rp_lf_handover(rp_child.lf, tid)) {
-            rp_loop_wakeup();
+        if (what == RP_LF_LEAD) {
+            int n = take_events(jobs);
+            if (!n) {
+                continue;
+            }
+            if (rp_lf_got(rp_child.lf, tid, jobs, n)) {
+                rp_loop_wakeup();
+            }
+            job = jobs[0];
         }
-        if (n != 1) {
-            continue;
-        }
-        rc = ev.token & RP_LISTENER_TOKEN
-             ? rp_accept((int)(ev.token & ~RP_LISTENER_TOKEN))
-             : rp_loop_claim(ev.token);
-        if (rc) {
-            rp_conn_dispatch(rc, thd, tid);
-        }
+        run_job(&job, thd, tid);
     }
     ap_update_child_status_from_indexes(rp_child.slot, tid,
                                         rp_child.mode == RP_UNGRACEFUL

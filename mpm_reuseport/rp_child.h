@@ -7,11 +7,15 @@
  * Idle workers take turns waiting on the connection poller (rp_lf.h), so a
  * ready connection is run by the worker that saw it (no hand-off between
  * threads).
- * Ownership: a parked connection (one-shot armed, on a timer queue, its
- * slot marked parked) belongs to whoever claims its slot first under
- * park_lock: the worker that got its event, or the loop when its timer
- * expires.  Events carry slot and generation, so a stale event never
- * touches a connection that was closed or parked again. */
+ * Ownership: a connection keeps its slot from its first wait to its close,
+ * and the poller watches it all that time (edge-triggered).  A parked
+ * connection (on a timer queue, its slot marked parked) belongs to
+ * whoever claims its slot first under park_lock: the worker that got an
+ * event it waits for, or the loop when its timer expires.  An event for a
+ * connection that is running, or that waits for something else, is
+ * remembered in its slot (pending) and looked at when it parks next.
+ * Events carry slot and generation (bumped when the slot is freed), so a
+ * stale event never touches a later connection. */
 #ifndef RP_CHILD_H
 #define RP_CHILD_H
 
@@ -49,7 +53,7 @@ typedef struct rp_conn {
     apr_pool_t *pool;           /* everything of the connection */
     apr_socket_t *sock;
     int fd;
-    int registered;             /* known to the poller */
+    int watched;                /* RP_POLL_* the poller watches */
     int pre_closed;             /* pre_close_connection hooks ran */
     int last_request;           /* the client said it sends no more */
     ap_sb_handle_t *sbh;
@@ -57,13 +61,16 @@ typedef struct rp_conn {
     rp_timer timer;             /* on a timer queue while parked */
     int slot;                   /* in the slot table; -1 before parking */
     apr_time_t linger_until;    /* lingering close gives up then */
+    struct rp_conn *next_suspended;    /* rp_callbacks.c */
 } rp_conn;
 
 /* Slot table entry (permanent memory: stale events may look at it). */
 typedef struct rp_slot {
     rp_conn *rc;                /* NULL: free */
-    apr_uint32_t gen;           /* bumped at every park and claim */
+    apr_uint32_t gen;           /* bumped when the slot is freed */
     int parked;
+    int want;                   /* RP_POLL_* it waits for, while parked */
+    int pending;                /* RP_POLL_* seen while it could not act */
 } rp_slot;
 
 typedef struct rp_child_state {
@@ -128,16 +135,37 @@ void rp_accept_stop(void);
 int rp_accept_listening(void);
 apr_time_t rp_accept_rest_until(void); /* 0, or when to rp_accept_retry */
 void rp_accept_retry(void);
+/* The loop, while accepting is paused (rp_balance.c): look again; returns
+ * when to look next (0: not paused). */
+apr_time_t rp_accept_balance(apr_time_t now);
+
+/* rp_balance.c, under the accept lock: whether to pause (or stay paused)
+ * accepting, given the bucket's siblings; and publish our count. */
+int rp_balance_pause(int paused, apr_time_t now);
+void rp_balance_publish(void);
+
+/* rp_callbacks.c: timed callbacks and suspended connections.  Timer jobs
+ * carry the timer with this bit set (user-space pointers are aligned). */
+#define RP_TIMER_TAG UINT64_C(1)
+apr_time_t rp_callbacks_queue_due(apr_time_t now); /* loop: next due, or 0 */
+void rp_callbacks_run(uint64_t token, apr_thread_t *thd, int tid);
+void rp_callbacks_suspend(rp_conn *rc);
 
 /* rp_loop.c */
 apr_status_t rp_loop_setup(void);
 void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg);
 void rp_loop_wakeup(void);
-/* Park rc: timer, slot, then arm it (rc may be gone when this returns). */
-void rp_loop_park(rp_conn *rc, rp_park why, int events,
-                  apr_interval_time_t timeout);
-/* The parked connection an event names, now ours; NULL if stale. */
-rp_conn *rp_loop_claim(uint64_t token);
+/* Park rc (a worker's): watched, on a timer queue.  Returns 1 if it is
+ * ready already (an event came while it ran): the caller runs it again,
+ * rc->park saying what it waited for.  Else 0: rc may be gone. */
+int rp_loop_park(rp_conn *rc, rp_park why, int events,
+                 apr_interval_time_t timeout);
+/* Park a connection the poller never watched, waiting for its first
+ * request, from the loop thread (which cannot run it). */
+void rp_loop_park_fresh(rp_conn *rc, apr_interval_time_t timeout);
+/* The connection an event names, now ours if it waited for that event;
+ * else NULL (stale, or remembered for its next park). */
+rp_conn *rp_loop_claim(uint64_t token, int events);
 /* Give back rc's slot (when it is closed). */
 void rp_loop_unslot(rp_conn *rc);
 

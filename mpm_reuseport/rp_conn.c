@@ -41,6 +41,7 @@ void rp_conn_release(rp_conn *rc)
 
     rp_loop_unslot(rc);
     apr_atomic_dec32(&rp_child.live_conns);
+    rp_balance_publish();
     apr_pool_clear(p);          /* rc lives in p */
     rp_accept_give_pool(p);
 }
@@ -274,30 +275,15 @@ static apr_interval_time_t keepalive_timeout(const conn_rec *c)
     return c->base_server->keep_alive_timeout;
 }
 
-static void note_suspended(rp_conn *rc)
-{
-    static int logged;
-
-    /* We do not offer suspension (AP_MPMQ_CAN_SUSPEND is not answered);
-     * a module that suspends anyway owns the connection from now on. */
-    if (!logged) {
-        logged = 1;
-        ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, rc->c, RP_LOG_TAG
-                      "a module suspended a connection although this MPM "
-                      "does not offer suspension; it is left to that module "
-                      "(logged once)");
-    }
-    apr_atomic_inc32(&rp_child.suspended);
-    apr_atomic_dec32(&rp_child.live_conns);
-}
-
-static void run(rp_conn *rc, apr_thread_t *thd, int tid)
+/* Run rc until it waits or closes; 1 if its wait is over already (run
+ * it again). */
+static int run(rp_conn *rc, apr_thread_t *thd, int tid)
 {
     rp_next next;
 
     if (!rc->c) {
         if (!open_connection(rc, thd, tid)) {
-            return;
+            return 0;
         }
     }
     else {
@@ -310,27 +296,27 @@ static void run(rp_conn *rc, apr_thread_t *thd, int tid)
     switch (next) {
     case RP_NEXT_KEEPALIVE:
         rc->pub.sense = CONN_SENSE_DEFAULT;
-        rp_loop_park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
-                     keepalive_timeout(rc->c));
-        break;
+        return rp_loop_park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
+                            keepalive_timeout(rc->c));
     case RP_NEXT_WAIT_IO:
-        rp_loop_park(rc, RP_PARK_IO, wanted_events(rc),
-                     rc->c->base_server->timeout);
-        break;
+        return rp_loop_park(rc, RP_PARK_IO, wanted_events(rc),
+                            rc->c->base_server->timeout);
     case RP_NEXT_LINGER:
-        rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
-        break;
+        return rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN,
+                            RP_LINGER_TIMEOUT);
     case RP_NEXT_CLOSE:
         rp_conn_close(rc);
         break;
     case RP_NEXT_SUSPENDED:
-        note_suspended(rc);
+        rp_callbacks_suspend(rc);
         break;
     }
+    return 0;
 }
 
-/* Lingering close: discard what the client still sends until EOF. */
-static void linger_read(rp_conn *rc)
+/* Lingering close: discard what the client still sends until EOF; 1 to
+ * read again at once. */
+static int linger_read(rp_conn *rc)
 {
     char buf[4096];
     int i;
@@ -345,21 +331,21 @@ static void linger_read(rp_conn *rc)
             break;
         }
         rp_conn_close(rc);      /* EOF or error: done */
-        return;
+        return 0;
     }
     if (apr_time_now() >= rc->linger_until) {
         rp_conn_close(rc);
-        return;
+        return 0;
     }
-    rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
+    return rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
 }
 
-void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
+/* rc's wait (rc->park) is over: carry on where it stopped. */
+static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
 {
     switch (rc->park) {
     case RP_PARK_LINGER:
-        linger_read(rc);
-        return;
+        return linger_read(rc);
     case RP_PARK_KEEPALIVE:
         rc->pub.state = CONN_STATE_PROCESSING;
         break;
@@ -372,5 +358,12 @@ void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
         break;
     }
     rc->park = RP_PARK_NONE;
-    run(rc, thd, tid);
+    return run(rc, thd, tid);
+}
+
+void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
+{
+    while (resume(rc, thd, tid)) {
+        continue;
+    }
 }

@@ -4,37 +4,72 @@
  * reorder its ready list and starve some connections), and leadership goes
  * to the follower that went idle last (LIFO), so a busy child runs on a
  * few warm threads.
- * A leader that got its event hands over at once only when nobody else is
- * processing; otherwise leadership is left free for the next worker that
- * finishes (no wake-up, no sleep: the common case under load), and the
- * event loop, ticking every millisecond while workers are busy, promotes a
- * follower if nobody has taken it.  Pure pthreads; unit-tested in
- * test/unit/check_lf.c. */
+ * The leader takes a batch of events: it runs the first and queues the
+ * rest here ("jobs"), for whichever worker is idle next, itself included;
+ * a busy worker may queue one more (a listener to accept from again).
+ * A worker that finishes takes a queued job, else leadership if it is
+ * free, else sleeps.  So a child that keeps up runs on one thread with no
+ * wake-ups at all, like an event loop.
+ * Wake-ups happen only when work could wait: while the child's loop
+ * thread does not tick, a leader that goes processing wakes a follower at
+ * once (and asks the loop to tick); while it ticks (every millisecond,
+ * and a few more after the last worker went idle), a tick wakes a follower
+ * only if leadership is free or jobs wait and no worker came back or took
+ * work since the previous tick (someone is stuck in a long request), or if
+ * jobs were queued while the leader was the only busy worker.
+ * Pure pthreads; unit-tested in test/unit/check_lf.c. */
 #ifndef RP_LF_H
 #define RP_LF_H
 
+#include <stdint.h>
+
 typedef struct rp_lf rp_lf;
+
+/* An event to run: opaque to rp_lf. */
+typedef struct rp_lf_job {
+    uint64_t token;
+    int events;
+} rp_lf_job;
+
+/* Most events one leader takes at once (at most this many - 1 queue;
+ * each worker may push one job more). */
+#define RP_LF_BATCH 8
 
 /* nthreads: workers are identified by 0 .. nthreads-1. */
 rp_lf *rp_lf_create(int nthreads);
 void rp_lf_destroy(rp_lf *lf);
 
-/* Block until worker id leads; 0 once shut down (then do not wait). */
-int rp_lf_lead(rp_lf *lf, int id);
+#define RP_LF_SHUT 0            /* shut down: leave */
+#define RP_LF_LEAD 1            /* wait on the poller, then rp_lf_got */
+#define RP_LF_JOB  2            /* run *job */
 
-/* The leader (id) got an event and goes processing.  Returns 1 if the
- * loop should start ticking (others are busy too, and it does not tick
- * yet): the caller wakes it, so later hand-overs can be lazy. */
-int rp_lf_handover(rp_lf *lf, int id);
+/* An idle worker (just started, finished its work, or a leader whose wait
+ * brought nothing) asks what to do; it may sleep as a follower first. */
+int rp_lf_next(rp_lf *lf, int id, rp_lf_job *job);
 
-/* The loop's tick: promote a follower if leadership is free.  Returns 1
- * while workers are processing (call again within a millisecond). */
+/* The leader (id) got n (1 .. RP_LF_BATCH) events and runs jobs[0]; the
+ * others are queued.  Returns 1 if the loop should start ticking: the
+ * caller wakes it. */
+int rp_lf_got(rp_lf *lf, int id, const rp_lf_job *jobs, int n);
+
+/* Queue more work (a listener that may have more connections waiting, a
+ * timer that is due), from any thread.  Returns 1 if the loop should
+ * start ticking, 0, or -1 if the queue is full (nothing queued; it holds
+ * threads + RP_LF_BATCH jobs). */
+int rp_lf_push(rp_lf *lf, const rp_lf_job *job);
+
+/* The loop's tick: wake a follower if work may be waiting behind busy
+ * workers.  Returns 1 while the loop should keep ticking (call again
+ * within a millisecond). */
 int rp_lf_tick(rp_lf *lf);
 
-/* Wake every follower; every rp_lf_lead returns 0 from now on. */
+/* Wake every follower; every rp_lf_next returns RP_LF_SHUT from now on. */
 void rp_lf_shutdown(rp_lf *lf);
 
 /* Threads waiting to lead, the leader included (for tests and status). */
 int rp_lf_waiting(rp_lf *lf);
+
+/* Jobs queued and not yet taken (for tests). */
+int rp_lf_queued(rp_lf *lf);
 
 #endif

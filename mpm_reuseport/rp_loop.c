@@ -1,10 +1,13 @@
 /* Parking and the loop thread.
  * Parking (any worker): a connection waiting for readiness goes on a timer
- * queue, gets a slot and generation, and is armed one-shot on conn_poller,
- * where the leading worker waits; the first to claim it (a worker on its
- * event, or the loop on its timer) owns it.
+ * queue; at its first wait it gets a slot and the poller (conn_poller,
+ * where the leading worker waits) starts watching it, edge-triggered,
+ * until it closes: later waits cost no system call.  The first to claim a
+ * parked connection (a worker on its event, or the loop on its timer) owns
+ * it.
  * The loop thread closes what times out, promotes a leader when nobody
- * took over (rp_lf.h), re-watches listeners after an accept error, and when
+ * took over (rp_lf.h), queues modules' timed callbacks when due
+ * (rp_callbacks.c), re-watches listeners after an accept error, and when
  * the child stops, stops listening, closes idle keep-alive connections and
  * returns once none is left (at once if the stop is ungraceful). */
 #include "rp_child.h"
@@ -14,6 +17,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #define RP_MAX_EVENTS 16
 /* While draining: check every so often, and give a keep-alive connection
@@ -64,6 +68,8 @@ static int slot_alloc_locked(rp_conn *rc)
             slots[i].rc = NULL;
             slots[i].gen = 0;
             slots[i].parked = 0;
+            slots[i].want = 0;
+            slots[i].pending = 0;
             free_list[rp_child.nfree++] = i;
         }
         rp_child.nslots = n;
@@ -71,6 +77,7 @@ static int slot_alloc_locked(rp_conn *rc)
     idx = rp_child.free_list[--rp_child.nfree];
     rp_child.slots[idx].rc = rc;
     rp_child.slots[idx].parked = 0;
+    rp_child.slots[idx].pending = 0;
     return idx;
 }
 
@@ -81,7 +88,9 @@ void rp_loop_unslot(rp_conn *rc)
     }
     pthread_mutex_lock(&rp_child.park_lock);
     rp_child.slots[rc->slot].rc = NULL;
-    rp_child.slots[rc->slot].gen++;
+    rp_child.slots[rc->slot].gen++;     /* its events are stale from now */
+    rp_child.slots[rc->slot].parked = 0;
+    rp_child.slots[rc->slot].pending = 0;
     rp_child.free_list[rp_child.nfree++] = rc->slot;
     pthread_mutex_unlock(&rp_child.park_lock);
     rc->slot = -1;
@@ -93,7 +102,6 @@ static void unpark_locked(rp_conn *rc)
     rp_slot *s = &rp_child.slots[rc->slot];
 
     s->parked = 0;
-    s->gen++;
     rp_timer_remove(&rc->timer);
 }
 
@@ -129,63 +137,158 @@ static uint64_t token_of(int slot, apr_uint32_t gen)
     return ((uint64_t)(apr_uint32_t)slot << 32) | gen;
 }
 
-void rp_loop_park(rp_conn *rc, rp_park why, int events,
-                  apr_interval_time_t timeout)
+/* Under park_lock: put rc on its timer queue, marked parked. */
+static int park_locked(rp_conn *rc, rp_park why, int events,
+                       apr_interval_time_t timeout, int *wake)
+{
+    rp_slot *s = &rp_child.slots[rc->slot];
+    rp_timeq *q = queue_for(why, timeout);
+
+    if (!q) {
+        return 0;
+    }
+    s->parked = 1;
+    s->want = events;
+    rc->park = why;
+    rp_timeq_append(q, &rc->timer, apr_time_now());
+    if (!rp_child.loop_wake_at || rc->timer.expires < rp_child.loop_wake_at) {
+        rp_child.loop_wake_at = rc->timer.expires;
+        *wake = 1;
+    }
+    return 1;
+}
+
+/* An event said "readable" while rc ran: true, or already consumed?  The
+ * next step (reading a request) would block on a consumed one. */
+static int readable_now(const rp_conn *rc)
+{
+    char byte;
+    ssize_t n = recv(rc->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+/* Under park_lock: take what was remembered for rc that it waits for now;
+ * 1 if that makes it ready. */
+static int take_pending_locked(rp_conn *rc, int events)
+{
+    rp_slot *s = &rp_child.slots[rc->slot];
+    int got = s->pending & (events | RP_POLL_HUP);
+
+    s->pending &= ~got;
+    return got != 0;
+}
+
+static void park_failed(rp_conn *rc, apr_status_t rv)
+{
+    log_park_failure(rv);
+    rp_conn_close(rc);
+}
+
+int rp_loop_park(rp_conn *rc, rp_park why, int events,
+                 apr_interval_time_t timeout)
 {
     apr_status_t rv;
-    rp_timeq *q = NULL;
     uint64_t token = 0;
-    int wake = 0;
+    int wake = 0, parked;
 
     if (rp_child.loop_done) {
         rp_conn_close(rc);      /* ungraceful stop: nobody would watch it */
-        return;
+        return 0;
     }
     pthread_mutex_lock(&rp_child.park_lock);
     if (rc->slot < 0) {
         rc->slot = slot_alloc_locked(rc);
     }
-    if (rc->slot >= 0 && (q = queue_for(why, timeout))) {
-        rp_slot *s = &rp_child.slots[rc->slot];
-        s->parked = 1;
-        token = token_of(rc->slot, ++s->gen);
-        rc->park = why;
-        rp_timeq_append(q, &rc->timer, apr_time_now());
-        if (!rp_child.loop_wake_at
-            || rc->timer.expires < rp_child.loop_wake_at) {
-            rp_child.loop_wake_at = rc->timer.expires;
-            wake = 1;
-        }
+    if (rc->slot >= 0) {        /* the table may move: read it locked */
+        token = token_of(rc->slot, rp_child.slots[rc->slot].gen);
     }
     pthread_mutex_unlock(&rp_child.park_lock);
-    if (!q) {
-        log_park_failure(APR_ENOMEM);
-        rp_conn_close(rc);
-        return;
+    if (rc->slot < 0) {
+        park_failed(rc, APR_ENOMEM);
+        return 0;
+    }
+    /* Still ours: an event from here on is remembered as pending. */
+    if (events & ~rc->watched) {
+        rv = rp_poller_watch_conn(rp_child.conn_poller, rc->fd, events,
+                                  token, &rc->watched);
+        if (rv != APR_SUCCESS) {
+            park_failed(rc, rv);
+            return 0;
+        }
+    }
+    for (;;) {
+        pthread_mutex_lock(&rp_child.park_lock);
+        if (take_pending_locked(rc, events)) {
+            pthread_mutex_unlock(&rp_child.park_lock);
+            rc->park = why;
+            if (events != RP_POLL_IN || why == RP_PARK_LINGER
+                || readable_now(rc)) {
+                return 1;
+            }
+            continue;           /* consumed meanwhile: park after all */
+        }
+        parked = park_locked(rc, why, events, timeout, &wake);
+        pthread_mutex_unlock(&rp_child.park_lock);
+        break;
     }
     /* From here on a worker or the loop may own rc. */
-    rv = rp_poller_arm(rp_child.conn_poller, rc->fd, events, token,
-                       &rc->registered);
-    if (rv != APR_SUCCESS && (rc = rp_loop_claim(token))) {
-        log_park_failure(rv);
-        rp_conn_close(rc);
+    if (!parked) {
+        park_failed(rc, APR_ENOMEM);
+    }
+    else if (wake) {
+        rp_loop_wakeup();
+    }
+    return 0;
+}
+
+void rp_loop_park_fresh(rp_conn *rc, apr_interval_time_t timeout)
+{
+    apr_status_t rv;
+    uint64_t token = 0;
+    int wake = 0, parked = 0, fd = rc->fd;
+
+    pthread_mutex_lock(&rp_child.park_lock);
+    if ((rc->slot = slot_alloc_locked(rc)) >= 0) {
+        token = token_of(rc->slot, rp_child.slots[rc->slot].gen);
+        rc->watched = RP_POLL_IN;
+        parked = park_locked(rc, RP_PARK_NEW, RP_POLL_IN, timeout, &wake);
+    }
+    pthread_mutex_unlock(&rp_child.park_lock);
+    if (!parked) {
+        park_failed(rc, APR_ENOMEM);
+        return;
+    }
+    /* Parked before watched: the poller's first event (readiness present
+     * at this call included) finds it waiting.  Only this thread's timers
+     * could claim it meanwhile, so rc is still here. */
+    rv = rp_poller_watch_conn(rp_child.conn_poller, fd, RP_POLL_IN, token,
+                              &(int){ 0 });
+    if (rv != APR_SUCCESS && (rc = rp_loop_claim(token, RP_POLL_IN))) {
+        park_failed(rc, rv);
     }
     if (wake) {
         rp_loop_wakeup();
     }
 }
 
-rp_conn *rp_loop_claim(uint64_t token)
+rp_conn *rp_loop_claim(uint64_t token, int events)
 {
     unsigned idx = (unsigned)(token >> 32);
     apr_uint32_t gen = (apr_uint32_t)token;
     rp_conn *rc = NULL;
 
     pthread_mutex_lock(&rp_child.park_lock);
-    if (idx < (unsigned)rp_child.nslots && rp_child.slots[idx].parked
+    if (idx < (unsigned)rp_child.nslots && rp_child.slots[idx].rc
         && rp_child.slots[idx].gen == gen) {
-        rc = rp_child.slots[idx].rc;
-        unpark_locked(rc);
+        rp_slot *s = &rp_child.slots[idx];
+        if (s->parked && (events & (s->want | RP_POLL_HUP))) {
+            rc = s->rc;
+            unpark_locked(rc);
+        }
+        else {
+            s->pending |= events;
+        }
     }
     pthread_mutex_unlock(&rp_child.park_lock);
     return rc;
@@ -262,12 +365,17 @@ static int plan_wait(int draining)
 {
     apr_time_t now = apr_time_now(), next;
     int busy = rp_lf_tick(rp_child.lf);
+    /* Not under park_lock: they take their own locks. */
+    apr_time_t balance_at = draining ? 0 : rp_accept_balance(now);
+    apr_time_t timer_at = rp_callbacks_queue_due(now);
 
     pthread_mutex_lock(&rp_child.park_lock);
     next = earliest(rp_timeqs_next_expiry(&rp_child.keepalive_qs),
                     rp_timeqs_next_expiry(&rp_child.io_qs));
     next = earliest(next, rp_timeqs_next_expiry(&rp_child.linger_qs));
     next = earliest(next, rp_accept_rest_until());
+    next = earliest(next, balance_at);
+    next = earliest(next, timer_at);
     if (draining) {
         next = earliest(next, now + RP_DRAIN_TICK);
     }

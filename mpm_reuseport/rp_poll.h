@@ -1,11 +1,12 @@
 /* Readiness seam.  Listeners are watched level-triggered, each readiness
  * waking one waiter across all pollers that watch it (children sharing a
- * bucket); connections are armed one-shot: an event disarms
- * the descriptor, so one waiting thread gets it and re-arming is a single
- * call.  Several threads may wait on one poller; each event goes to one.
- * Events carry a 64-bit token given when watching or arming.  One backend
- * per OS: rp_poll_epoll.c (Linux); kqueue (EV_DISPATCH) fits the same
- * contract. */
+ * bucket).  Connections are watched for good, edge-triggered: each new
+ * readiness (data arrived, buffer space freed, hang-up) is one event, and
+ * nothing has to be re-armed between requests; the caller remembers what
+ * an event said if it could not act on it yet.  Several threads may wait
+ * on one poller; each event goes to one.  Events carry a 64-bit token
+ * given when watching.  One backend per OS: rp_poll_epoll.c (Linux);
+ * kqueue (EV_CLEAR) fits the same contract. */
 #ifndef RP_POLL_H
 #define RP_POLL_H
 
@@ -30,10 +31,12 @@ apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p);
 
 apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token);
 
-/* Arm fd for one event of `events`; *registered tracks whether the
- * backend knows fd already (start with 0; it is set here). */
-apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, uint64_t token,
-                           int *registered);
+/* Watch connection fd for `events` (RP_POLL_IN, RP_POLL_OUT; hang-ups
+ * always) from now on, with token; *watched is what the backend watches
+ * already (start with 0): a call with more events widens it.  Readiness
+ * present at the call gives an event too. */
+apr_status_t rp_poller_watch_conn(rp_poller *pl, int fd, int events,
+                                  uint64_t token, int *watched);
 
 /* Stop watching fd (a listener, or a connection before it is closed). */
 void rp_poller_forget(rp_poller *pl, int fd);

@@ -73,27 +73,20 @@ apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token)
                                                            : APR_SUCCESS;
 }
 
-apr_status_t rp_poller_arm(rp_poller *pl, int fd, int events, uint64_t token,
-                           int *registered)
+apr_status_t rp_poller_watch_conn(rp_poller *pl, int fd, int events,
+                                  uint64_t token, int *watched)
 {
     struct epoll_event ev = { 0 };
-    int add;
+    int all = *watched | events;
 
-    ev.events = EPOLLONESHOT | EPOLLRDHUP
-                | (events & RP_POLL_IN ? EPOLLIN : 0)
-                | (events & RP_POLL_OUT ? EPOLLOUT : 0);
-    add = !*registered;
+    ev.events = EPOLLET | EPOLLRDHUP | (all & RP_POLL_IN ? EPOLLIN : 0)
+                | (all & RP_POLL_OUT ? EPOLLOUT : 0);
     ev.data.u64 = token;
-    /* Before the call: once armed, another thread may own the connection
-     * (and read *registered) before this call returns. */
-    *registered = 1;
-    if (epoll_ctl(pl->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0) {
-        apr_status_t rv = errno;
-        if (add) {
-            *registered = 0;
-        }
-        return rv;
+    if (epoll_ctl(pl->epfd, *watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+                  &ev) < 0) {
+        return errno;
     }
+    *watched = all;
     return APR_SUCCESS;
 }
 

@@ -8,7 +8,7 @@ import socket
 import time
 
 from common import (CGI_SLOW, HttpdTestCase, ResponseReader, connect, mpm_directives,
-                    request_bytes)
+                    request_bytes, run_wrk)
 
 
 def one_child(threads, extra=""):
@@ -128,6 +128,120 @@ class SlowClients(HttpdTestCase):
             self.assertLess(got, self.SIZE, "stalled write not ended by Timeout 2")
         finally:
             stalled.close()
+
+
+class EdgeTriggeredWaits(HttpdTestCase):
+    """Connections stay watched between requests and each event is an edge:
+    what arrives while a worker runs the connection must neither be lost
+    nor, once the worker has read it, send the connection back to a worker
+    that would then wait for a request that is not there."""
+
+    def test_request_in_pieces_leaves_no_worker_waiting_afterwards(self):
+        # Two threads: one reads the request, the other waits on the poller
+        # and sees the pieces arrive.
+        h = self.httpd(one_child(2, "KeepAliveTimeout 2\nTimeout 30\n"),
+                       files={"a.txt": "a\n"})
+        with connect(h.host, h.port, timeout=10) as s:
+            rd = ResponseReader(s)
+            self.assertEqual(get(s, rd, "/a.txt").status, 200)  # now watched
+            # The rest of the head arrives while a worker reads it.
+            s.sendall(b"GET /a.txt HTTP/1.1\r\n")
+            time.sleep(0.3)
+            s.sendall(b"Host: 127.0.0.1\r\n")
+            time.sleep(0.3)
+            s.sendall(b"\r\n")
+            r = rd.read_response()
+            self.assertEqual((r.status, r.body), (200, b"a\n"))
+            # Another client is served at once.
+            t0 = time.monotonic()
+            with connect(h.host, h.port, timeout=5) as s2:
+                r = get(s2, ResponseReader(s2), "/a.txt")
+            self.assertEqual(r.status, 200)
+            self.assertLess(time.monotonic() - t0, 1.0,
+                            "workers still wait on the first connection")
+            # And the first connection is idle under KeepAliveTimeout 2,
+            # not a read under Timeout 30.
+            took = rd.wait_close(8)
+        self.assertIsNotNone(took, "idle connection not closed by KeepAliveTimeout")
+        self.assertLess(took, 4.0)
+
+    def test_requests_arriving_while_busy_are_never_lost(self):
+        # 32 keep-alive clients on 2 threads: next requests keep arriving
+        # while workers run, some between a worker's last read and its
+        # parking.  A lost one would hang until KeepAliveTimeout 30 (wrk
+        # counts a timeout after 2 s).
+        h = self.httpd(one_child(2, "KeepAliveTimeout 30\nMaxKeepAliveRequests 0\n"),
+                       files={"a.txt": "a\n"})
+        res = run_wrk(h.url("/a.txt"), 4, 32, timeout_s=2)
+        self.assertGreater(res.requests, 1000, res)
+        self.assertEqual(res.failures, 0, res)
+
+
+    def test_request_sent_during_write_completion_is_served(self):
+        # The next request arrives while the connection waits to write the
+        # rest of a big answer: that event is not the one it waits for,
+        # and is remembered for when it waits for a request.
+        size = 8 << 20
+        h = self.httpd(one_child(1, "KeepAliveTimeout 30\nEnableSendfile On\n"),
+                       files={"big.bin": os.urandom(size), "a.txt": "a\n"})
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.settimeout(10)
+        s.connect((h.host, h.port))
+        try:
+            s.sendall(request_bytes("GET", "/big.bin", h.host))
+            time.sleep(0.5)     # the answer fills the buffers: write completion
+            s.sendall(request_bytes("GET", "/a.txt", h.host))
+            time.sleep(0.3)
+            rd = ResponseReader(s)
+            r = rd.read_response()
+            self.assertEqual((r.status, len(r.body)), (200, size))
+            t0 = time.monotonic()
+            rd.sock.settimeout(5)
+            r = rd.read_response()
+            self.assertEqual((r.status, r.body), (200, b"a\n"))
+            self.assertLess(time.monotonic() - t0, 2.0)
+        finally:
+            s.close()
+
+
+class ModuleCallbacks(HttpdTestCase):
+    """httpd 2.4's services for modules that step out of the request
+    cycle: ap_mpm_register_timed_callback and CONN_STATE_SUSPENDED, as
+    mod_dialup (Debian's apache2 ships it) uses them to pace a response:
+    its handler sends a second's worth and returns SUSPENDED, a timed
+    callback sends the next.  Stock mpm_event in 2.4 never takes such a
+    connection back, so the end of the response stays in httpd's buffers
+    and the client waits in vain; this MPM finishes it."""
+
+    def test_suspended_response_paced_by_timed_callbacks_completes(self):
+        import hashlib
+        body = os.urandom(15000)            # V.92: 7,000 bytes a second
+        h = self.httpd(one_child(1, "<Location /slow>\nModemStandard V.92\n"
+                                    "</Location>\n"),
+                       modules=["dialup"], files={"slow/f.bin": body, "a.txt": "a\n"})
+        with connect(h.host, h.port, timeout=10) as s:
+            rd = ResponseReader(s)
+            t0 = time.monotonic()
+            s.sendall(request_bytes("GET", "/slow/f.bin", h.host))
+            time.sleep(0.3)
+            # Suspended between pulses, it holds no thread: the only worker
+            # serves another client meanwhile.
+            t1 = time.monotonic()
+            with connect(h.host, h.port, timeout=5) as s2:
+                r2 = get(s2, ResponseReader(s2), "/a.txt")
+            self.assertEqual((r2.status, r2.body), (200, b"a\n"))
+            self.assertLess(time.monotonic() - t1, 0.5)
+            r = rd.read_response()
+            took = time.monotonic() - t0
+            self.assertEqual(r.status, 200)
+            self.assertEqual(hashlib.sha256(r.body).hexdigest(),
+                             hashlib.sha256(body).hexdigest())
+            self.assertGreater(took, 1.5, "not paced: the timer ran early")
+            self.assertLess(took, 4.0)
+            # Taken back afterwards: the connection is kept alive.
+            r = get(s, rd, "/a.txt")
+            self.assertEqual((r.status, r.body), (200, b"a\n"))
 
 
 class BusyWorkers(HttpdTestCase):

@@ -325,6 +325,54 @@ class ChildrenPerBucket(HttpdTestCase):
         self.assertLess(lat[-1], 0.5, msg)
 
     @reuseport_only
+    def test_children_of_a_bucket_share_its_connections(self):
+        """Four children on one bucket and bursts of 160 keep-alive
+        connections: which child the kernel wakes is chance, so without
+        balancing some child ends up well above its share of 40.  A child
+        clearly above its share pauses accepting (rp_share.h: by more than
+        an eighth, at least 4)."""
+        import subprocess
+        import time
+        from common import Wrk
+        kids_n, conns = 4, 160
+        h = self.httpd(mpm_directives(buckets=1, start=kids_n, server_limit=kids_n,
+                                      threads=8, thread_limit=8, max_workers=8 * kids_n,
+                                      min_spare=1, max_spare=8 * kids_n)
+                       + "ReusePortChildrenPerBucket %d\nMaxKeepAliveRequests 0\n"
+                         "KeepAliveTimeout 30\n" % kids_n,
+                       files={"f.bin": os.urandom(500)})
+        kids = h.wait_children(kids_n)
+        spreads = []
+
+        def established():
+            return subprocess.run(["ss", "-Htn", "state", "established",
+                                   "sport = :%d" % h.port], capture_output=True,
+                                  text=True, timeout=10).stdout.count("\n")
+
+        for _ in range(3):
+            # Each burst starts with no connection left from the last one
+            # (lingering closes would count in a child's share).
+            self.wait_until(lambda: established() == 0, 10, "connections gone")
+            time.sleep(0.2)
+            w = Wrk(h.url("/f.bin"), 2, conns).start()
+            try:
+                time.sleep(1.2)
+                out = subprocess.run(["ss", "-Htnp", "state", "established",
+                                      "sport = :%d" % h.port],
+                                     capture_output=True, text=True, timeout=10).stdout
+            finally:
+                res = w.result()
+            per = [len(re.findall(r"pid=%d\b" % k, out)) for k in kids]
+            spreads.append(per)
+            self.assertEqual(res.failures, 0, res)
+            self.assertEqual(sum(per), conns, (per, out[:500]))
+        msg = "connections per child, 3 bursts: %s" % spreads
+        print("\n    " + msg, end=" ")
+        share = conns // kids_n
+        for per in spreads:
+            self.assertLessEqual(max(per), share + share // 8 + 4, msg)
+
+    @reuseport_only
     def test_bad_children_per_bucket_rejected(self):
         for bad in ("0", "two", "-1"):
             h = self.httpd("ReusePortChildrenPerBucket %s\n" % bad, start=False)

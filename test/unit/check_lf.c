@@ -36,7 +36,7 @@ static int wait_ge(int *counter, int n)
     return LOAD(*counter);
 }
 
-/* One rp_lf_lead call in a thread of its own: result stays -1 while it
+/* One rp_lf_next call in a thread of its own: result stays -1 while it
  * blocks; order says when it returned (1 = first) among the threads that
  * share the same counter. */
 typedef struct {
@@ -44,14 +44,15 @@ typedef struct {
     int id;
     int *returns;               /* atomic, shared between threads */
     int order;                  /* atomic */
-    int result;                 /* atomic: -1 while blocked */
+    int result;                 /* atomic: -1 while blocked, else RP_LF_* */
+    rp_lf_job job;              /* with RP_LF_JOB */
     pthread_t t;
 } lead_arg;
 
 static void *lead_thread(void *p)
 {
     lead_arg *a = p;
-    int r = rp_lf_lead(a->lf, a->id);
+    int r = rp_lf_next(a->lf, a->id, &a->job);
 
     STORE(a->order, INC(*a->returns));
     STORE(a->result, r);
@@ -77,7 +78,7 @@ static int wait_result(lead_arg *a)
     return LOAD(a->result);
 }
 
-/* Start a follower and wait until it sleeps in rp_lf_lead (the count of
+/* Start a follower and wait until it sleeps in rp_lf_next (the count of
  * waiting threads goes from before to before + 1). */
 static void follower_async(lead_arg *a, rp_lf *lf, int id, int *returns)
 {
@@ -88,54 +89,77 @@ static void follower_async(lead_arg *a, rp_lf *lf, int id, int *returns)
     ck_assert_int_eq(LOAD(a->result), -1);
 }
 
+static rp_lf_job job(uint64_t token)
+{
+    rp_lf_job j = { token, 1 };
+    return j;
+}
+
+/* got() with one event, token t. */
+static int got1(rp_lf *lf, int id, uint64_t t)
+{
+    rp_lf_job j = job(t);
+    return rp_lf_got(lf, id, &j, 1);
+}
+
+/* Make the loop tick until it says it ticks (a worker must be busy). */
+static void start_ticking(rp_lf *lf)
+{
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+}
+
 START_TEST(first_leads_at_once_second_waits_for_handover)
 {
     rp_lf *lf = rp_lf_create(2);
     int returns = 0;
+    rp_lf_job j;
     lead_arg b;
 
     ck_assert_ptr_null(rp_lf_create(0));
     ck_assert_ptr_nonnull(lf);
     ck_assert_int_eq(rp_lf_waiting(lf), 0);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
     ck_assert_int_eq(rp_lf_waiting(lf), 1);
+    /* A leader whose wait brought nothing leads on. */
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
 
     follower_async(&b, lf, 1, &returns);
     ck_assert_int_eq(rp_lf_waiting(lf), 2);
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(b.result), -1);       /* 0 still leads */
 
-    /* Nobody else is busy: the hand-over is eager. */
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(wait_result(&b), 1);
+    /* The loop does not tick: the hand-over is eager. */
+    ck_assert_int_eq(got1(lf, 0, 7), 1);        /* and asks for ticks */
+    ck_assert_int_eq(wait_result(&b), RP_LF_LEAD);
     pthread_join(b.t, NULL);
     ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* 1 leads, none waits */
 
     rp_lf_shutdown(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_SHUT);
     rp_lf_destroy(lf);
 }
 END_TEST
 
 /* Followers that went idle in the order 1, 2, 3 lead in the order 3, 2, 1;
  * a follower arriving later jumps ahead of those still waiting. */
-START_TEST(eager_handover_promotes_latest_follower)
+START_TEST(eager_handover_wakes_latest_follower)
 {
     enum { N = 5 };
     rp_lf *lf = rp_lf_create(N);
     int returns = 0, i;
+    rp_lf_job j;
     lead_arg f[N];
 
     ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
     for (i = 1; i <= 3; i++) {
         follower_async(&f[i], lf, i, &returns);
     }
     ck_assert_int_eq(rp_lf_waiting(lf), 4);
 
-    /* The loop does not tick: every hand-over is eager, even though the
-     * previous leaders stay busy. */
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(wait_result(&f[3]), 1);
+    /* The loop never ticks here: every hand-over is eager. */
+    got1(lf, 0, 1);
+    ck_assert_int_eq(wait_result(&f[3]), RP_LF_LEAD);
     ck_assert_int_eq(LOAD(f[3].order), 1);
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(f[1].result), -1);
@@ -143,18 +167,18 @@ START_TEST(eager_handover_promotes_latest_follower)
 
     /* 4 arrives after 1 and 2: it goes first. */
     follower_async(&f[4], lf, 4, &returns);
-    rp_lf_handover(lf, 3);
-    ck_assert_int_eq(wait_result(&f[4]), 1);
+    got1(lf, 3, 2);
+    ck_assert_int_eq(wait_result(&f[4]), RP_LF_LEAD);
     ck_assert_int_eq(LOAD(f[4].order), 2);
 
-    rp_lf_handover(lf, 4);
-    ck_assert_int_eq(wait_result(&f[2]), 1);
+    got1(lf, 4, 3);
+    ck_assert_int_eq(wait_result(&f[2]), RP_LF_LEAD);
     ck_assert_int_eq(LOAD(f[2].order), 3);
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(f[1].result), -1);
 
-    rp_lf_handover(lf, 2);
-    ck_assert_int_eq(wait_result(&f[1]), 1);
+    got1(lf, 2, 4);
+    ck_assert_int_eq(wait_result(&f[1]), RP_LF_LEAD);
     ck_assert_int_eq(LOAD(f[1].order), 4);
     ck_assert_int_eq(rp_lf_waiting(lf), 1);
 
@@ -166,8 +190,9 @@ START_TEST(eager_handover_promotes_latest_follower)
 }
 END_TEST
 
-/* Many workers looping lead -> critical section -> hand-over -> work while
- * a loop ticks every millisecond: never two leaders, nobody stuck. */
+/* Many workers looping next -> (lead: critical section, got 1-3 events) or
+ * (job) while a loop ticks every millisecond: never two leaders, every
+ * event run exactly once, nobody stuck. */
 typedef struct {
     rp_lf *lf;
     int stop;                   /* atomic */
@@ -187,170 +212,181 @@ static void *ticker(void *p)
     return NULL;
 }
 
-enum { MX_WORKERS = 8, MX_ITERS = 2000 };
+enum { MX_WORKERS = 8, MX_LEADS = 1500 };
 
 typedef struct {
     rp_lf *lf;
     int *in_cs;                 /* atomic: leaders right now */
     int *violations;            /* atomic */
-    int *done;                  /* atomic: iterations completed, all */
+    int *leads;                 /* atomic: leaderships, all workers */
+    unsigned long *made;        /* atomic: sum of tokens handed out */
+    unsigned long *ran;         /* atomic: sum of tokens run */
+    int *events;                /* atomic: next token */
     int id;
-    int iters;
-    int refused;                /* lead returned 0 before shutdown */
     pthread_t t;
 } mx_arg;
+
+static void work(unsigned *seed)
+{
+    volatile int spin;
+    int k;
+
+    *seed = *seed * 1103515245u + 12345u;
+    k = (int)((*seed >> 16) % 8);
+    if (k == 0) {
+        usleep(100);
+    }
+    else if (k < 3) {
+        sched_yield();
+    }
+    else {
+        for (spin = 0; spin < k * 100; spin++) {
+            continue;
+        }
+    }
+}
 
 static void *mx_worker(void *p)
 {
     mx_arg *a = p;
     unsigned seed = (unsigned)a->id * 2654435761u + 1;
-    volatile int spin;
-    int i, k;
+    rp_lf_job jobs[RP_LF_BATCH], j;
+    int r, n, i;
 
-    for (i = 0; i < MX_ITERS; i++) {
-        if (!rp_lf_lead(a->lf, a->id)) {
-            a->refused++;
-            break;
+    while ((r = rp_lf_next(a->lf, a->id, &j)) != RP_LF_SHUT) {
+        if (r == RP_LF_JOB) {
+            __atomic_add_fetch(a->ran, j.token, __ATOMIC_SEQ_CST);
+            work(&seed);
+            continue;
         }
         if (INC(*a->in_cs) != 1) {
             INC(*a->violations);
         }
-        for (spin = 0; spin < 50; spin++) {
-            continue;
+        if (INC(*a->leads) > MX_LEADS * MX_WORKERS) {
+            DEC(*a->in_cs);
+            continue;           /* enough: lead idle until shut down */
         }
-        if (i % 16 == 0) {
+        seed = seed * 1103515245u + 12345u;
+        n = 1 + (int)((seed >> 16) % 3);
+        for (i = 0; i < n; i++) {
+            jobs[i].token = (uint64_t)INC(*a->events);
+            jobs[i].events = 1;
+            __atomic_add_fetch(a->made, jobs[i].token, __ATOMIC_SEQ_CST);
+        }
+        if ((seed >> 8) % 16 == 0) {
             sched_yield();      /* let another thread try to get in */
         }
         if (LOAD(*a->in_cs) != 1) {
             INC(*a->violations);
         }
         DEC(*a->in_cs);
-        rp_lf_handover(a->lf, a->id);
-
-        /* Processing: short, of varying length, sometimes sleeping. */
-        seed = seed * 1103515245u + 12345u;
-        k = (int)((seed >> 16) % 8);
-        if (k == 0) {
-            usleep(100);
-        }
-        else if (k < 3) {
-            sched_yield();
-        }
-        else {
-            for (spin = 0; spin < k * 100; spin++) {
-                continue;
-            }
-        }
-        a->iters++;
-        INC(*a->done);
+        rp_lf_got(a->lf, a->id, jobs, n);
+        __atomic_add_fetch(a->ran, jobs[0].token, __ATOMIC_SEQ_CST);
+        work(&seed);
     }
     return NULL;
 }
 
-START_TEST(one_leader_at_a_time_and_everybody_progresses)
+START_TEST(one_leader_at_a_time_and_every_event_runs_once)
 {
     rp_lf *lf = rp_lf_create(MX_WORKERS);
     ticker_arg tk = { .lf = lf };
     pthread_t tt;
     mx_arg w[MX_WORKERS];
-    int in_cs = 0, violations = 0, done = 0, k;
+    int in_cs = 0, violations = 0, leads = 0, events = 0, k;
+    unsigned long made = 0, ran = 0;
 
     ck_assert_ptr_nonnull(lf);
     ck_assert_int_eq(pthread_create(&tt, NULL, ticker, &tk), 0);
     for (k = 0; k < MX_WORKERS; k++) {
-        w[k] = (mx_arg){ .lf = lf, .in_cs = &in_cs,
-                         .violations = &violations, .done = &done, .id = k };
+        w[k] = (mx_arg){ .lf = lf, .in_cs = &in_cs, .violations = &violations,
+                         .leads = &leads, .made = &made, .ran = &ran,
+                         .events = &events, .id = k };
         ck_assert_int_eq(pthread_create(&w[k].t, NULL, mx_worker, &w[k]), 0);
     }
-    /* Bounded: a lost wake-up shows as a failure, not a hang (the bound is
-     * generous for sanitizers; the loops take well under a second plain). */
-    for (k = 0; k < 4 && LOAD(done) < MX_WORKERS * MX_ITERS; k++) {
-        wait_ge(&done, MX_WORKERS * MX_ITERS);
+    /* Bounded: a lost wake-up shows as a failure, not a hang. */
+    for (k = 0; k < 4 && LOAD(leads) <= MX_WORKERS * MX_LEADS; k++) {
+        wait_ge(&leads, MX_WORKERS * MX_LEADS + 1);
     }
-    ck_assert_int_eq(LOAD(done), MX_WORKERS * MX_ITERS);
+    ck_assert_int_gt(LOAD(leads), MX_WORKERS * MX_LEADS);
+    for (k = 0; k < 500 && (rp_lf_queued(lf)
+                            || LOAD(ran) != LOAD(made)); k++) {
+        usleep(1000);
+    }
+    ck_assert_int_eq(rp_lf_queued(lf), 0);
+    ck_assert_uint_eq(LOAD(ran), LOAD(made));
+    rp_lf_shutdown(lf);
     for (k = 0; k < MX_WORKERS; k++) {
         pthread_join(w[k].t, NULL);
-        ck_assert_int_eq(w[k].refused, 0);
-        ck_assert_int_eq(w[k].iters, MX_ITERS);
     }
     STORE(tk.stop, 1);
     pthread_join(tt, NULL);
     ck_assert_int_eq(LOAD(violations), 0);
-    ck_assert_int_eq(LOAD(in_cs), 0);
     ck_assert_int_gt(tk.busy_ticks, 0);     /* the lazy path was possible */
-    rp_lf_shutdown(lf);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-/* Worker 0 busy, worker 1 leading, follower 2 asleep, the loop ticking;
- * then 1 gets an event: the hand-over is lazy. */
-static void setup_lazy(rp_lf *lf, lead_arg *f, int *returns)
+/* Worker 0 leads, follower 1 sleeps, the loop ticks. */
+static void setup_ticking(rp_lf *lf, lead_arg *f, int *returns)
 {
-    ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    rp_lf_handover(lf, 0);                      /* nobody to promote */
-    ck_assert_int_eq(rp_lf_waiting(lf), 0);
-    ck_assert_int_eq(rp_lf_lead(lf, 1), 1);     /* free: leads at once */
-    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* 0 busy: ticking */
-    follower_async(f, lf, 2, returns);
-    ck_assert_int_eq(rp_lf_waiting(lf), 2);
+    rp_lf_job j;
 
-    rp_lf_handover(lf, 1);                      /* 0 busy: lazy */
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* leadership is free */
-    usleep(QUIET_US);
-    ck_assert_int_eq(LOAD(f->result), -1);      /* follower not woken */
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);
+    ck_assert_ptr_nonnull(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 0, 1), 1);        /* nobody to wake; ask */
+    start_ticking(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    follower_async(f, lf, 1, returns);
 }
 
-START_TEST(lazy_handover_next_busy_worker_leads)
+/* While the loop ticks, a worker that keeps up runs every event itself:
+ * nobody is woken, and it leads again without sleeping. */
+START_TEST(ticking_child_runs_on_one_thread)
 {
-    rp_lf *lf = rp_lf_create(3);
-    int returns = 0;
-    lead_arg f, b;
+    rp_lf *lf = rp_lf_create(2);
+    int returns = 0, i;
+    rp_lf_job j;
+    lead_arg f;
 
-    setup_lazy(lf, &f, &returns);
-
-    /* Busy worker 0 finishes first: it takes leadership without waiting. */
-    lead_async(&b, lf, 0, &returns);
-    ck_assert_int_eq(wait_result(&b), 1);
-    pthread_join(b.t, NULL);
-    ck_assert_int_eq(LOAD(b.order), 1);
-    ck_assert_int_eq(rp_lf_waiting(lf), 2);
-    usleep(QUIET_US);
-    ck_assert_int_eq(LOAD(f.result), -1);       /* still asleep */
-
-    /* 0 gets an event while 1 is busy: lazy again; 1 takes over. */
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);
-    lead_async(&b, lf, 1, &returns);
-    ck_assert_int_eq(wait_result(&b), 1);
-    pthread_join(b.t, NULL);
+    setup_ticking(lf, &f, &returns);
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(got1(lf, 0, 10 + i), 0);
+        ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* only the follower */
+        if (i % 10 == 0) {
+            ck_assert_int_eq(rp_lf_tick(lf), 1);    /* progress: no wake */
+        }
+        ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    }
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(f.result), -1);
 
     rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&f), 0);
+    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
     pthread_join(f.t, NULL);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-START_TEST(lazy_handover_tick_promotes_follower)
+/* A worker stuck in a long request while the loop ticks: the first tick
+ * sees progress (it took its event), the second wakes the follower. */
+START_TEST(tick_wakes_follower_when_nobody_progresses)
 {
     rp_lf *lf = rp_lf_create(3);
     int returns = 0;
     lead_arg f;
 
-    setup_lazy(lf, &f, &returns);
-
-    /* Nobody took leadership: the next tick wakes the follower. */
+    setup_ticking(lf, &f, &returns);
+    ck_assert_int_eq(got1(lf, 0, 5), 0);        /* lazy */
     ck_assert_int_eq(rp_lf_tick(lf), 1);
-    ck_assert_int_eq(wait_result(&f), 1);
+    usleep(QUIET_US);
+    ck_assert_int_eq(LOAD(f.result), -1);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+    ck_assert_int_eq(wait_result(&f), RP_LF_LEAD);
     pthread_join(f.t, NULL);
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);
     /* Leadership is taken: further ticks change nothing. */
     ck_assert_int_eq(rp_lf_tick(lf), 1);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
     ck_assert_int_eq(rp_lf_waiting(lf), 1);
 
     rp_lf_shutdown(lf);
@@ -358,97 +394,108 @@ START_TEST(lazy_handover_tick_promotes_follower)
 }
 END_TEST
 
-START_TEST(tick_reports_busy_workers)
+/* A batch: the leader runs the first event; the others go, in order, to
+ * the next idle worker (here the leader itself, back from the first). */
+START_TEST(batch_is_queued_for_next_idle_worker)
 {
     rp_lf *lf = rp_lf_create(2);
+    rp_lf_job in[3] = { { 1, 1 }, { 2, 2 }, { 3, 4 } }, j;
     int returns = 0;
     lead_arg f;
 
-    ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_tick(lf), 0);        /* nobody at all */
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    ck_assert_int_eq(rp_lf_tick(lf), 0);        /* a leader is not busy */
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(rp_lf_tick(lf), 1);
-    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* until it comes back */
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    ck_assert_int_eq(rp_lf_tick(lf), 0);
-
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(rp_lf_lead(lf, 1), 1);
-    rp_lf_handover(lf, 1);                      /* two busy */
-    ck_assert_int_eq(rp_lf_tick(lf), 1);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);     /* one back, leading */
-    ck_assert_int_eq(rp_lf_tick(lf), 1);
-    follower_async(&f, lf, 1, &returns);        /* the other back, waiting */
-    ck_assert_int_eq(rp_lf_tick(lf), 0);
-    ck_assert_int_eq(LOAD(f.result), -1);       /* leadership was taken */
+    setup_ticking(lf, &f, &returns);
+    ck_assert_int_eq(rp_lf_got(lf, 0, in, 3), 0);
+    ck_assert_int_eq(rp_lf_queued(lf), 2);
+    ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* leadership free */
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+    ck_assert_uint_eq(j.token, 2);
+    ck_assert_int_eq(j.events, 2);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+    ck_assert_uint_eq(j.token, 3);
+    ck_assert_int_eq(j.events, 4);
+    ck_assert_int_eq(rp_lf_queued(lf), 0);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    usleep(QUIET_US);
+    ck_assert_int_eq(LOAD(f.result), -1);
 
     rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&f), 0);
+    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
     pthread_join(f.t, NULL);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-/* The loop ticks, but the leader is the only one processing: no tick is
- * due to come, so the hand-over is eager. */
-START_TEST(handover_is_eager_when_nobody_else_is_busy)
+/* Queued events behind a stuck worker: a tick without progress wakes a
+ * follower, which takes the queued job (not leadership). */
+START_TEST(tick_wakes_follower_for_queued_jobs)
 {
     rp_lf *lf = rp_lf_create(2);
+    rp_lf_job in[2] = { { 1, 1 }, { 2, 1 } };
     int returns = 0;
     lead_arg f;
 
-    ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* ticking */
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);     /* nobody busy now */
-    follower_async(&f, lf, 1, &returns);
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(wait_result(&f), 1);
+    setup_ticking(lf, &f, &returns);
+    ck_assert_int_eq(rp_lf_got(lf, 0, in, 2), 0);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* progress since last */
+    usleep(QUIET_US);
+    ck_assert_int_eq(LOAD(f.result), -1);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* none: wake */
+    ck_assert_int_eq(wait_result(&f), RP_LF_JOB);
+    ck_assert_uint_eq(f.job.token, 2);
     pthread_join(f.t, NULL);
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);
+    ck_assert_int_eq(rp_lf_queued(lf), 0);
+    ck_assert_int_eq(rp_lf_waiting(lf), 0);     /* both busy, nobody leads */
+
     rp_lf_shutdown(lf);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-/* A tick that found nobody busy means the loop stops ticking: hand-overs
- * are eager again even with another worker busy. */
-START_TEST(handover_is_eager_once_loop_stops_ticking)
+/* The loop ticks while a worker is busy and a few ticks more, then stops;
+ * after that a hand-over is eager again and asks for ticks once. */
+START_TEST(loop_ticks_while_busy_and_a_little_longer)
 {
     rp_lf *lf = rp_lf_create(3);
-    int returns = 0;
+    int returns = 0, i;
+    rp_lf_job j;
     lead_arg f;
 
     ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    rp_lf_handover(lf, 0);
-    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* ticking */
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    ck_assert_int_eq(rp_lf_tick(lf), 0);        /* nobody busy: stops */
-    rp_lf_handover(lf, 0);                      /* 0 busy */
-    ck_assert_int_eq(rp_lf_lead(lf, 1), 1);
-    follower_async(&f, lf, 2, &returns);
-    rp_lf_handover(lf, 1);                      /* 0 busy, not ticking */
-    ck_assert_int_eq(wait_result(&f), 1);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 0, 1), 1);        /* not ticking: ask */
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* still busy */
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);   /* idle now */
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(rp_lf_tick(lf), 1);    /* lingers */
+    }
+    ck_assert_int_eq(rp_lf_tick(lf), 0);        /* stops */
+    ck_assert_int_eq(rp_lf_tick(lf), 0);
+
+    follower_async(&f, lf, 1, &returns);
+    ck_assert_int_eq(got1(lf, 0, 2), 1);        /* eager, and asks once */
+    ck_assert_int_eq(wait_result(&f), RP_LF_LEAD);
     pthread_join(f.t, NULL);
-    ck_assert_int_eq(rp_lf_waiting(lf), 1);
+    ck_assert_int_eq(got1(lf, 1, 3), 0);        /* asked already */
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+    ck_assert_int_eq(rp_lf_next(lf, 2, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 2, 4), 0);        /* ticking: lazy */
+
     rp_lf_shutdown(lf);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-START_TEST(shutdown_releases_followers_and_refuses_later_leads)
+START_TEST(shutdown_releases_followers_and_refuses_later_work)
 {
     enum { N = 4 };
     rp_lf *lf = rp_lf_create(N);
+    rp_lf_job in[2] = { { 1, 1 }, { 2, 1 } }, j;
     int returns = 0, i;
-    lead_arg f[N], late;
+    lead_arg f[N];
 
     ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
     for (i = 1; i < N; i++) {
         follower_async(&f[i], lf, i, &returns);
     }
@@ -456,44 +503,106 @@ START_TEST(shutdown_releases_followers_and_refuses_later_leads)
 
     rp_lf_shutdown(lf);
     for (i = 1; i < N; i++) {
-        ck_assert_int_eq(wait_result(&f[i]), 0);
+        ck_assert_int_eq(wait_result(&f[i]), RP_LF_SHUT);
         pthread_join(f[i].t, NULL);
     }
-    /* The leader comes back, a follower comes back after processing: no
-     * waiting any more, even while "leadership" looks taken. */
-    lead_async(&late, lf, 0, &returns);
-    ck_assert_int_eq(wait_result(&late), 0);
-    pthread_join(late.t, NULL);
-    rp_lf_handover(lf, 1);
-    lead_async(&late, lf, 1, &returns);
-    ck_assert_int_eq(wait_result(&late), 0);
-    pthread_join(late.t, NULL);
-    lead_async(&late, lf, 2, &returns);
-    ck_assert_int_eq(wait_result(&late), 0);
-    pthread_join(late.t, NULL);
-    /* Ticks promote nobody after shutdown. */
-    rp_lf_tick(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 3), 0);
+    /* The leader comes back with events; queued jobs are not handed out. */
+    rp_lf_got(lf, 0, in, 2);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_SHUT);
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_SHUT);
+    rp_lf_tick(lf);                             /* wakes nobody */
+    ck_assert_int_eq(rp_lf_next(lf, 3, &j), RP_LF_SHUT);
     rp_lf_destroy(lf);
 }
 END_TEST
 
-/* A second busy worker while the loop is not ticking: the hand-over asks
- * (once) for the loop to start ticking; after a tick it asks no more. */
-START_TEST(handover_asks_loop_to_tick_once)
+/* Two workers running while the loop ticks: the first back sleeps, since
+ * the other started within the last tick and comes back to lead; so a
+ * child that keeps up settles on one running thread. */
+START_TEST(idle_worker_sleeps_while_a_fresh_one_runs)
 {
     rp_lf *lf = rp_lf_create(3);
+    int returns = 0;
+    rp_lf_job j;
+    lead_arg a;
 
     ck_assert_ptr_nonnull(lf);
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    ck_assert_int_eq(rp_lf_handover(lf, 0), 0);     /* alone: no need */
-    ck_assert_int_eq(rp_lf_lead(lf, 1), 1);
-    ck_assert_int_eq(rp_lf_handover(lf, 1), 1);     /* two busy: ask */
-    ck_assert_int_eq(rp_lf_lead(lf, 2), 1);
-    ck_assert_int_eq(rp_lf_handover(lf, 2), 0);     /* asked already */
-    ck_assert_int_eq(rp_lf_tick(lf), 1);            /* now ticking */
-    ck_assert_int_eq(rp_lf_lead(lf, 0), 1);
-    ck_assert_int_eq(rp_lf_handover(lf, 0), 0);     /* lazy, no ask */
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 0, 1), 1);
+    start_ticking(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 1, 2), 0);        /* lazy: both run */
+
+    follower_async(&a, lf, 0, &returns);        /* 0 back: sleeps */
+    ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* leadership still free */
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);   /* 1 back: leads */
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);
+    usleep(QUIET_US);
+    ck_assert_int_eq(LOAD(a.result), -1);       /* nobody needs 0 */
+
+    rp_lf_shutdown(lf);
+    ck_assert_int_eq(wait_result(&a), RP_LF_SHUT);
+    pthread_join(a.t, NULL);
+    rp_lf_destroy(lf);
+}
+END_TEST
+
+/* A worker busy for longer than a tick (a CGI, say) does not keep others
+ * from leading. */
+START_TEST(idle_worker_leads_while_others_run_long)
+{
+    rp_lf *lf = rp_lf_create(3);
+    rp_lf_job j;
+
+    ck_assert_ptr_nonnull(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    got1(lf, 0, 1);                             /* 0: a long request */
+    start_ticking(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);
+    ck_assert_int_eq(rp_lf_tick(lf), 1);        /* 0 is two ticks old */
+    got1(lf, 1, 2);
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);   /* at once */
+
+    rp_lf_shutdown(lf);
+    rp_lf_destroy(lf);
+}
+END_TEST
+
+/* A busy worker queues more work (a listener to accept from again): the
+ * next idle worker takes it before leading; while the loop does not tick,
+ * a follower is woken for it at once. */
+START_TEST(pushed_job_goes_to_next_idle_worker)
+{
+    rp_lf *lf = rp_lf_create(3);
+    rp_lf_job more = { 42, 1 }, j;
+    int returns = 0;
+    lead_arg f;
+
+    setup_ticking(lf, &f, &returns);
+    got1(lf, 0, 1);                             /* 0 busy, lazy */
+    ck_assert_int_eq(rp_lf_push(lf, &more), 0); /* ticking: no wake-up */
+    ck_assert_int_eq(rp_lf_queued(lf), 1);
+    usleep(QUIET_US);
+    ck_assert_int_eq(LOAD(f.result), -1);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+    ck_assert_uint_eq(j.token, 42);
+    rp_lf_shutdown(lf);
+    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
+    pthread_join(f.t, NULL);
+    rp_lf_destroy(lf);
+
+    /* Not ticking: the push wakes a follower, which takes the job. */
+    lf = rp_lf_create(3);
+    ck_assert_ptr_nonnull(lf);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    ck_assert_int_eq(got1(lf, 0, 1), 1);        /* asks for ticks */
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);
+    follower_async(&f, lf, 2, &returns);
+    ck_assert_int_eq(rp_lf_push(lf, &more), 0); /* asked already */
+    ck_assert_int_eq(wait_result(&f), RP_LF_JOB);
+    ck_assert_uint_eq(f.job.token, 42);
+    pthread_join(f.t, NULL);
     rp_lf_shutdown(lf);
     rp_lf_destroy(lf);
 }
@@ -506,15 +615,17 @@ static Suite *lf_suite(void)
 
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, first_leads_at_once_second_waits_for_handover);
-    tcase_add_test(tc, eager_handover_promotes_latest_follower);
-    tcase_add_test(tc, one_leader_at_a_time_and_everybody_progresses);
-    tcase_add_test(tc, lazy_handover_next_busy_worker_leads);
-    tcase_add_test(tc, lazy_handover_tick_promotes_follower);
-    tcase_add_test(tc, tick_reports_busy_workers);
-    tcase_add_test(tc, handover_is_eager_when_nobody_else_is_busy);
-    tcase_add_test(tc, handover_is_eager_once_loop_stops_ticking);
-    tcase_add_test(tc, shutdown_releases_followers_and_refuses_later_leads);
-    tcase_add_test(tc, handover_asks_loop_to_tick_once);
+    tcase_add_test(tc, eager_handover_wakes_latest_follower);
+    tcase_add_test(tc, one_leader_at_a_time_and_every_event_runs_once);
+    tcase_add_test(tc, ticking_child_runs_on_one_thread);
+    tcase_add_test(tc, tick_wakes_follower_when_nobody_progresses);
+    tcase_add_test(tc, batch_is_queued_for_next_idle_worker);
+    tcase_add_test(tc, tick_wakes_follower_for_queued_jobs);
+    tcase_add_test(tc, loop_ticks_while_busy_and_a_little_longer);
+    tcase_add_test(tc, idle_worker_sleeps_while_a_fresh_one_runs);
+    tcase_add_test(tc, idle_worker_leads_while_others_run_long);
+    tcase_add_test(tc, pushed_job_goes_to_next_idle_worker);
+    tcase_add_test(tc, shutdown_releases_followers_and_refuses_later_work);
     suite_add_tcase(su, tc);
     return su;
 }
