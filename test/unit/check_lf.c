@@ -89,6 +89,15 @@ static void follower_async(lead_arg *a, rp_lf *lf, int id, int *returns)
     ck_assert_int_eq(LOAD(a->result), -1);
 }
 
+/* End a test: shut down, the sleeping follower f leaves, free. */
+static void shut_down(rp_lf *lf, lead_arg *f)
+{
+    rp_lf_shutdown(lf);
+    ck_assert_int_eq(wait_result(f), RP_LF_SHUT);
+    pthread_join(f->t, NULL);
+    rp_lf_destroy(lf);
+}
+
 static rp_lf_job job(uint64_t token)
 {
     rp_lf_job j = { token, 1 };
@@ -361,10 +370,7 @@ START_TEST(ticking_child_runs_on_one_thread)
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(f.result), -1);
 
-    rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
-    pthread_join(f.t, NULL);
-    rp_lf_destroy(lf);
+    shut_down(lf, &f);
 }
 END_TEST
 
@@ -418,10 +424,7 @@ START_TEST(batch_is_queued_for_next_idle_worker)
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(f.result), -1);
 
-    rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
-    pthread_join(f.t, NULL);
-    rp_lf_destroy(lf);
+    shut_down(lf, &f);
 }
 END_TEST
 
@@ -541,10 +544,7 @@ START_TEST(idle_worker_sleeps_while_a_fresh_one_runs)
     usleep(QUIET_US);
     ck_assert_int_eq(LOAD(a.result), -1);       /* nobody needs 0 */
 
-    rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&a), RP_LF_SHUT);
-    pthread_join(a.t, NULL);
-    rp_lf_destroy(lf);
+    shut_down(lf, &a);
 }
 END_TEST
 
@@ -587,10 +587,7 @@ START_TEST(pushed_job_goes_to_next_idle_worker)
     ck_assert_int_eq(LOAD(f.result), -1);
     ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
     ck_assert_uint_eq(j.token, 42);
-    rp_lf_shutdown(lf);
-    ck_assert_int_eq(wait_result(&f), RP_LF_SHUT);
-    pthread_join(f.t, NULL);
-    rp_lf_destroy(lf);
+    shut_down(lf, &f);
 
     /* Not ticking: the push wakes a follower, which takes the job. */
     lf = rp_lf_create(3);
