@@ -33,7 +33,11 @@ static void look_at_siblings(rp_share_view *v)
 
     v->siblings = v->sibling_conns = 0;
     v->fewest = INT_MAX;
-    for (i = 0; i < rp_lim.server_limit; i++) {
+    if (rp_lim.daemons_limit <= rp_lim.num_buckets) {
+        return;                 /* one child per bucket at most */
+    }
+    /* Children only take slots below daemons_limit (rp_parent.c). */
+    for (i = 0; i < rp_lim.daemons_limit; i++) {
         process_score *ps = ap_get_scoreboard_process(i);
         if (i == rp_child.slot || ps->pid == 0
             || ps->bucket != rp_child.bucket

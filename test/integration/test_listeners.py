@@ -356,7 +356,8 @@ class ChildrenPerBucket(HttpdTestCase):
             time.sleep(0.2)
             w = Wrk(h.url("/f.bin"), 2, conns).start()
             try:
-                time.sleep(1.2)
+                self.wait_until(lambda: established() == conns, 10,
+                                "all %d connections accepted" % conns)
                 out = subprocess.run(["ss", "-Htnp", "state", "established",
                                       "sport = :%d" % h.port],
                                      capture_output=True, text=True, timeout=10).stdout

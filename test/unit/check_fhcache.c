@@ -7,6 +7,7 @@
 
 #include "fhc_cache.h"
 #include "fhc_watchset.h"
+#include "check_run.h"
 
 /* ---- a payload that records its release ------------------------------- */
 static int released;
@@ -450,10 +451,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(suite());
 }

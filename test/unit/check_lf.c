@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "rp_lf.h"
+#include "check_run.h"
 
 /* Shared flags and counters between the test and its threads. */
 #define LOAD(x)     __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
@@ -629,11 +630,5 @@ static Suite *lf_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(lf_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(lf_suite());
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "rp_settings.h"
+#include "check_run.h"
 
 static rp_settings s;
 static rp_limits l;
@@ -275,11 +276,5 @@ static Suite *settings_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(settings_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(settings_suite());
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "rp_share.h"
+#include "check_run.h"
 
 static rp_share_view view(int mine, int siblings, int sibling_conns, int fewest)
 {
@@ -92,11 +93,5 @@ static Suite *share_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(share_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(share_suite());
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "rp_stock.h"
+#include "check_run.h"
 
 START_TEST(take_give_lifo_and_limit)
 {
@@ -112,11 +113,5 @@ static Suite *stock_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(stock_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(stock_suite());
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fhc_tally.h"
+#include "check_run.h"
 
 static int dead_pid;
 
@@ -143,11 +144,5 @@ static Suite *tally_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tally_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(tally_suite());
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "rp_timeq.h"
+#include "check_run.h"
 
 START_TEST(expires_in_arrival_order)
 {
@@ -106,11 +107,5 @@ static Suite *timeq_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(timeq_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(timeq_suite());
 }
