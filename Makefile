@@ -65,6 +65,8 @@ $(OBJ)/test/check_stock: test/unit/check_stock.c $(OBJ)/mpm_reuseport/rp_stock.o
 $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
 $(OBJ)/test/check_lf: test/unit/check_lf.c $(OBJ)/mpm_reuseport/rp_lf.o
 $(OBJ)/test/check_share: test/unit/check_share.c $(OBJ)/mpm_reuseport/rp_share.o
+$(OBJ)/test/check_watch: test/unit/check_watch.c $(OBJ)/mpm_reuseport/rp_watch.o
+$(OBJ)/test/check_cpumap: test/unit/check_cpumap.c $(OBJ)/mpm_reuseport/rp_cpumap.o
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
 $(OBJ)/test/check_tally: test/unit/check_tally.c $(OBJ)/mod_fhcache/fhc_tally.o

@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -52,7 +53,8 @@ RAW_COLS = [
     "lat_max_us", "err_connect", "err_read", "err_write", "err_timeout", "non2xx",
     "errors", "server_cpu_s", "server_cpu_us_per_req", "client_cpu_s",
     "server_share", "client_share", "softirq_share", "steal_share", "other_share",
-    "idle_share", "rss_kb", "pss_kb", "procs", "threads", "noisy", "note"]
+    "idle_share", "rss_kb", "pss_kb", "procs", "threads", "child_cov", "local_share",
+    "noisy", "note"]
 IDLE_COLS = [
     "time", "variant", "target", "held", "failed", "alive", "open_secs",
     "rss_kb", "pss_kb", "procs", "threads", "pss_per_conn_kb", "dpss_per_conn_kb",
@@ -211,9 +213,64 @@ def pick_variants(args):
 
 
 # ---------------------------------------------------------------- throughput
+def mpm_events(srv):
+    """mpm_reuseport's warnings and notices about buckets (a child added for
+    a stuck bucket, ...) from a server's error log: they explain a run."""
+    h = getattr(srv, "h", None)
+    if h is None:
+        return []
+    try:
+        text = h.log()
+    except OSError:
+        return []
+    return [l[:300] for l in text.splitlines() if "mpm_reuseport: bucket" in l][:20]
+
+
+def reuseport_counters(srv):
+    """mpm_reuseport's server-status numbers: {child pid: requests served},
+    and (sampled, local) requests for the locality share; None for other
+    servers or without an answer."""
+    h = getattr(srv, "h", None)
+    if h is None or srv.variant.meta.get("mpm") != "reuseport":
+        return None
+    try:
+        st = h.status(timeout=5)
+    except Exception:       # noqa: BLE001 (the run is reported without them)
+        return None
+    kids, sampled, local = {}, 0, 0
+    for key, val in st.items():
+        if re.match(r"ReusePortChild\d+$", key):
+            f = val.split()
+            kids[int(f[1])] = int(f[5])
+        elif re.match(r"ReusePortBucket\d+Sampled$", key):
+            sampled += int(val)
+        elif re.match(r"ReusePortBucket\d+Local$", key):
+            local += int(val)
+    return kids, sampled, local
+
+
+def fairness(before, after):
+    """Coefficient of variation of the requests each child served between
+    two counter snapshots, and the share of sampled requests served on
+    their receiving CPU."""
+    if not before or not after:
+        return {}
+    served = [n - before[0].get(pid, 0) for pid, n in after[0].items()]
+    out = {}
+    if len(served) > 1 and sum(served) > 0:
+        mean = sum(served) / len(served)
+        sd = (sum((x - mean) ** 2 for x in served) / len(served)) ** 0.5
+        out["child_cov"] = round(sd / mean, 4)
+    sampled = after[1] - before[1]
+    if sampled > 0:
+        out["local_share"] = round((after[2] - before[2]) / sampled, 4)
+    return out
+
+
 def measure_run(srv, wl, duration, nice, max_other):
     import loadgen
     import procstat
+    counters0 = reuseport_counters(srv)
     pids = srv.pids()
     c0 = procstat.tree_cpu_ns(srv.root_pid, pids)
     s0 = procstat.system_cpu()
@@ -232,6 +289,7 @@ def measure_run(srv, wl, duration, nice, max_other):
     row = dict(res)
     row.update(split)
     row.update(mem)
+    row.update(fairness(counters0, reuseport_counters(srv)))
     row.update({
         "duration_s": round(secs, 3), "rps": reqs / secs if secs else 0,
         "bytes_per_req": res["bytes"] / reqs if reqs else 0,
@@ -335,6 +393,8 @@ def part_throughput(args, variants_, docroot, outdir, info):
             left = srv.stop()
             if left:
                 log("%s: killed leftover pids %s" % (v.name, left))
+            for line in mpm_events(srv):
+                log("%s error log: %s" % (v.name, line))
             srv.cleanup()
         tsv.close()
 
@@ -455,7 +515,9 @@ def part_syscalls(args, variants_, docroot, outdir, info):
         log("syscalls part skipped: bpftrace needs root")
         return
     tsv = Tsv(os.path.join(outdir, "syscalls.tsv"), SYS_COLS)
-    wls = [loadgen.parse_workload(w) for w in SYSCALL_WORKLOADS]
+    names = (args.sys_workloads.split(",") if args.sys_workloads
+             else SYSCALL_WORKLOADS)
+    wls = [loadgen.parse_workload(w) for w in names]
     try:
         for v in variants_:
             ctr = None
@@ -534,6 +596,9 @@ def main():
                     help="cap for prefork's held connections (one process each)")
     ap.add_argument("--idle-window", type=float,
                     help="seconds over which idle server CPU is measured (default 2, quick 1)")
+    ap.add_argument("--sys-workloads",
+                    help="comma list of workloads for the syscalls part "
+                    "(default: %s)" % ",".join(SYSCALL_WORKLOADS))
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
     ap.add_argument("--max-other", type=float, default=0.10,
                     help="a run is NOISY when other processes (or steal) used more than "

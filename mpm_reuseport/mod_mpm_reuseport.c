@@ -89,6 +89,8 @@ static void rp_register_hooks(apr_pool_t *p)
                                         APR_HOOK_MIDDLE);
     ap_hook_post_read_request(rp_child_post_read_request, NULL, NULL,
                               APR_HOOK_REALLY_FIRST);
+    ap_hook_log_transaction(rp_bstats_request_done, NULL, NULL,
+                            APR_HOOK_REALLY_LAST);
     ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
                                  APR_HOOK_REALLY_LAST);
     APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,

@@ -102,6 +102,40 @@ int rp_bstats_status(request_rec *r, int flags);
 void rp_bstats_queue_of(int bucket, apr_uint32_t *queued,
                         apr_uint32_t *limit);
 
+/* Children of `bucket` have accepted `*accepted` connections in all (this
+ * generation); `*queued` wait in its queue.  Returns 0 without statistics. */
+int rp_bstats_progress(int bucket, apr_uint32_t *queued,
+                       apr_uint64_t *accepted);
+
+/* Requests served per child: reset at a child's start; counted by a
+ * log_transaction hook. */
+void rp_bstats_child_started(int slot);
+int rp_bstats_request_done(request_rec *r);
+int rp_child_slot(void);        /* rp_child.c: -1 outside a child */
+
+/* One request looked at: run on the CPU that received it, or not. */
+void rp_bstats_locality(int bucket, int local);
+
+/* rp_affinity.c: ReusePortCPUAffinity, and the locality sample */
+void rp_affinity_setup(int nb);         /* parent, per generation */
+const struct rp_cpumap *rp_affinity_map(void);  /* NULL: not in use */
+void rp_affinity_pin(int bucket);       /* child, before its threads */
+void rp_affinity_sample(apr_socket_t *sock);    /* worker, per request */
+
+/* rp_parent.c: start another child for a bucket in an empty slot.
+ * Returns its pid, 0 when no slot is free, -1 when fork failed. */
+pid_t rp_parent_add_child(int bucket);
+
+/* rp_relief.c: stuck buckets get another child (ReusePortStuckTimeout) */
+void rp_relief_setup(void);
+void rp_relief_look(apr_time_t now);
+/* 1 when bucket b has been fine long enough to give back a child it was
+ * given; rp_relief_child_going() when one of its children is told to go. */
+int rp_relief_surplus(int b, apr_time_t now);
+void rp_relief_child_going(int b);
+/* How often the parent should look, or 0 when relief is off. */
+apr_interval_time_t rp_relief_interval(void);
+
 /* rp_callbacks.c: the mpm_register_timed_callback hook */
 apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
                                    void *baton);

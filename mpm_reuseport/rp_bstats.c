@@ -26,18 +26,27 @@ typedef struct rp_bstat {
     apr_uint32_t stuck_since;   /* parent: seconds (apr time / 1e6) */
     apr_uint32_t stuck_logged;
     apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
+    apr_uint64_t sampled;       /* children: requests looked at (1 in 16) */
+    apr_uint64_t local;         /* ... run on the CPU that received them */
 } rp_bstat;
 
 static rp_bstat *table;         /* rp_lim.num_buckets rows, or NULL */
 static int table_rows;
+/* Requests each scoreboard slot's child has served (ExtendedStatus, which
+ * the scoreboard's counts need, may be off). */
+static apr_uint64_t *served;
+static int served_slots;
 
 void rp_bstats_setup(apr_pool_t *pconf)
 {
     apr_shm_t *shm;
-    apr_size_t size = rp_lim.num_buckets * sizeof(rp_bstat);
+    apr_size_t rows = rp_lim.num_buckets * sizeof(rp_bstat);
+    apr_size_t size = rows + rp_lim.server_limit * sizeof(apr_uint64_t);
 
     table = NULL;
     table_rows = 0;
+    served = NULL;
+    served_slots = 0;
     if (apr_shm_create(&shm, size, NULL, pconf) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
                      "no shared memory for per-bucket statistics; "
@@ -47,13 +56,43 @@ void rp_bstats_setup(apr_pool_t *pconf)
     table = apr_shm_baseaddr_get(shm);
     memset(table, 0, size);
     table_rows = rp_lim.num_buckets;
+    served = (apr_uint64_t *)((char *)table + rows);
+    served_slots = rp_lim.server_limit;
     rp_bstats_sample();
+}
+
+void rp_bstats_child_started(int slot)
+{
+    if (served && slot >= 0 && slot < served_slots) {
+        __atomic_store_n(&served[slot], 0, __ATOMIC_RELAXED);
+    }
+}
+
+int rp_bstats_request_done(request_rec *r)
+{
+    int slot = rp_child_slot();
+
+    (void)r;
+    if (served && slot >= 0 && slot < served_slots) {
+        __atomic_fetch_add(&served[slot], 1, __ATOMIC_RELAXED);
+    }
+    return DECLINED;
 }
 
 void rp_bstats_accepted(int bucket)
 {
     if (table && bucket < table_rows) {
         __atomic_fetch_add(&table[bucket].accepted, 1, __ATOMIC_RELAXED);
+    }
+}
+
+void rp_bstats_locality(int bucket, int local)
+{
+    if (table && bucket < table_rows) {
+        __atomic_fetch_add(&table[bucket].sampled, 1, __ATOMIC_RELAXED);
+        if (local) {
+            __atomic_fetch_add(&table[bucket].local, 1, __ATOMIC_RELAXED);
+        }
     }
 }
 
@@ -74,6 +113,19 @@ void rp_bstats_queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
         }
     }
 #endif
+}
+
+int rp_bstats_progress(int bucket, apr_uint32_t *queued,
+                       apr_uint64_t *accepted)
+{
+    apr_uint32_t limit;
+
+    if (!table || bucket >= table_rows) {
+        return 0;
+    }
+    rp_bstats_queue_of(bucket, queued, &limit);
+    *accepted = __atomic_load_n(&table[bucket].accepted, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* A bucket with connections waiting and nothing accepted since the last
@@ -146,6 +198,25 @@ static const char *bucket_addresses(request_rec *r, int b)
     return out;
 }
 
+/* Requests each current child has served, for fairness across children. */
+static void children_status(request_rec *r, int flags)
+{
+    int i;
+
+    for (i = 0; served && i < rp_lim.daemons_limit && i < served_slots; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+
+        if (ps->pid == 0 || ps->generation != rp_state->mpm->my_generation) {
+            continue;
+        }
+        if (flags & AP_STATUS_SHORT) {
+            ap_rprintf(r, "ReusePortChild%d: pid %ld bucket %d requests %"
+                       APR_UINT64_T_FMT "\n", i, (long)ps->pid, ps->bucket,
+                       __atomic_load_n(&served[i], __ATOMIC_RELAXED));
+        }
+    }
+}
+
 int rp_bstats_status(request_rec *r, int flags)
 {
     int b;
@@ -160,13 +231,16 @@ int rp_bstats_status(request_rec *r, int flags)
         ap_rputs("<hr /><h2>mpm_reuseport buckets</h2>\n<table border=\"0\">"
                  "<tr><th>bucket</th><th>listeners</th><th>children "
                  "(accepting)</th><th>accepted</th><th>waiting in the "
-                 "kernel / limit</th></tr>\n", r);
+                 "kernel / limit</th><th>served on the receiving CPU</th>"
+                 "</tr>\n", r);
     }
     for (b = 0; b < table_rows; b++) {
         rp_bstat *st = &table[b];
         apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
         apr_uint32_t q = __atomic_load_n(&st->queued, __ATOMIC_RELAXED);
         apr_uint32_t lim = __atomic_load_n(&st->queue_limit, __ATOMIC_RELAXED);
+        apr_uint64_t n = __atomic_load_n(&st->sampled, __ATOMIC_RELAXED);
+        apr_uint64_t loc = __atomic_load_n(&st->local, __ATOMIC_RELAXED);
         int running, accepting;
 
         count_children(b, &running, &accepting);
@@ -175,20 +249,29 @@ int rp_bstats_status(request_rec *r, int flags)
                        "ReusePortBucket%dAccepting: %d\n"
                        "ReusePortBucket%dAccepted: %" APR_UINT64_T_FMT "\n"
                        "ReusePortBucket%dQueued: %u\n"
-                       "ReusePortBucket%dQueueLimit: %u\n",
-                       b, running, b, accepting, b, acc, b, q, b, lim);
+                       "ReusePortBucket%dQueueLimit: %u\n"
+                       "ReusePortBucket%dSampled: %" APR_UINT64_T_FMT "\n"
+                       "ReusePortBucket%dLocal: %" APR_UINT64_T_FMT "\n",
+                       b, running, b, accepting, b, acc, b, q, b, lim,
+                       b, n, b, loc);
         }
         else {
             ap_rprintf(r, "<tr><td>%d</td><td>%s</td><td>%d (%d)</td><td>%"
-                       APR_UINT64_T_FMT "</td><td>%u / %u</td></tr>\n", b,
+                       APR_UINT64_T_FMT "</td><td>%u / %u</td><td>%s</td>"
+                       "</tr>\n", b,
                        ap_escape_html(r->pool, bucket_addresses(r, b)),
-                       running, accepting, acc, q, lim);
+                       running, accepting, acc, q, lim,
+                       n ? apr_psprintf(r->pool, "%d%%", (int)(loc * 100 / n))
+                         : "-");
         }
     }
+    children_status(r, flags);
     if (!(flags & AP_STATUS_SHORT)) {
         ap_rputs("</table>\n<p>Waiting: connections the kernel completed "
                  "that no child has accepted yet (sampled by the parent "
-                 "about once a second).</p>\n", r);
+                 "about once a second). Served on the receiving CPU: share "
+                 "of requests (one in 16 looked at) that ran on the CPU "
+                 "that processed their packets.</p>\n", r);
     }
     return OK;
 }

@@ -386,6 +386,11 @@ static int one_process_signal(int signum)
     return signum == SIGTERM || signum == SIGINT;
 }
 
+int rp_child_slot(void)
+{
+    return rp_child.started ? rp_child.slot : -1;
+}
+
 void rp_child_main(int slot, int bucket)
 {
     rp_stop_mode mode;
@@ -393,6 +398,8 @@ void rp_child_main(int slot, int bucket)
 
     rp_child.slot = slot;
     rp_child.bucket = bucket;
+    rp_child.started = 1;
+    rp_bstats_child_started(slot);
     rp_state->mpm->mpm_state = AP_MPMQ_STARTING;
     ap_fatal_signal_child_setup(ap_server_conf);
     apr_pool_create(&rp_child.pchild, rp_pconf);
@@ -404,6 +411,7 @@ void rp_child_main(int slot, int bucket)
     }
 #endif
     rp_listen_close_other_buckets(bucket);
+    rp_affinity_pin(bucket);    /* before any thread: they inherit it */
     close_other_pods();
     rp_gen_close_retiring_in_child();
     ap_reopen_scoreboard(rp_child.pchild, NULL, 0);

@@ -75,6 +75,7 @@ typedef struct rp_slot {
 
 typedef struct rp_child_state {
     int slot, bucket;
+    int started;                /* this process is a child */
     apr_pool_t *pchild;
     apr_pool_t *pruntime;       /* outlives connection pools */
     rp_stock *pools;            /* idle connection pools for reuse */

@@ -43,53 +43,68 @@ COUNT_SETTER(set_max_workers, max_workers, 1, INT_MAX / 2)
 COUNT_SETTER(set_min_spare_threads, min_spare_threads, 0, INT_MAX / 2)
 COUNT_SETTER(set_max_spare_threads, max_spare_threads, 0, INT_MAX / 2)
 
+/* NULL when the parser accepted the value, else "<Directive> 'arg': why
+ * (hint)"; hint_fmt takes one int. */
+static const char *rejected(cmd_parms *cmd, const char *arg, const char *why,
+                            const char *hint_fmt, int hint_arg)
+{
+    if (!why) {
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool, "%s '%s': %s (%s)", cmd->cmd->name, arg,
+                        why, apr_psprintf(cmd->pool, hint_fmt, hint_arg));
+}
+
 static const char *set_buckets(cmd_parms *cmd, void *dummy, const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    const char *why;
 
     (void)dummy;
-    if (err) {
-        return err;
-    }
-    if ((why = rp_parse_buckets(arg, &rp_conf.buckets))) {
-        return apr_psprintf(cmd->pool, "ReusePortBuckets '%s': %s (use "
-                            "'auto' or a count from 1 to %d)", arg, why,
-                            RP_MAX_BUCKETS);
-    }
-    return NULL;
+    return err ? err : rejected(cmd, arg,
+                                rp_parse_buckets(arg, &rp_conf.buckets),
+                                "use 'auto' or a count from 1 to %d",
+                                RP_MAX_BUCKETS);
 }
 
 static const char *set_per_bucket(cmd_parms *cmd, void *dummy,
                                   const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    const char *why;
 
     (void)dummy;
-    if (err) {
-        return err;
-    }
-    if ((why = rp_parse_count(arg, 1, RP_MAX_SERVER_LIMIT,
-                              &rp_conf.per_bucket))) {
-        return apr_psprintf(cmd->pool, "ReusePortChildrenPerBucket '%s': %s "
-                            "(use a count from 1 to %d)", arg, why,
-                            RP_MAX_SERVER_LIMIT);
-    }
-    return NULL;
+    return err ? err : rejected(cmd, arg,
+                                rp_parse_count(arg, 1, RP_MAX_SERVER_LIMIT,
+                                               &rp_conf.per_bucket),
+                                "use a count from 1 to %d",
+                                RP_MAX_SERVER_LIMIT);
 }
 
-static const char *set_reuseport(cmd_parms *cmd, void *dummy, int on)
+static const char *set_stuck_timeout(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
     (void)dummy;
-    if (err) {
-        return err;
-    }
-    rp_conf.reuseport = on;
-    return NULL;
+    return err ? err : rejected(cmd, arg,
+                                rp_parse_stuck_timeout(arg,
+                                                       &rp_conf.stuck_timeout),
+                                "use 'off' or milliseconds from 1 to %d",
+                                RP_MAX_STUCK_TIMEOUT);
 }
+
+#define FLAG_SETTER(fn, field)                                              \
+    static const char *fn(cmd_parms *cmd, void *dummy, int on)              \
+    {                                                                       \
+        const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);           \
+        (void)dummy;                                                        \
+        if (!err) {                                                         \
+            rp_conf.field = on;                                             \
+        }                                                                   \
+        return err;                                                         \
+    }
+
+FLAG_SETTER(set_cpu_affinity, cpu_affinity)
+FLAG_SETTER(set_reuseport, reuseport)
 
 /* mpm_event's knob for connections per worker; accepted so an event
  * configuration works unchanged, with no effect: here a child accepts only
@@ -142,6 +157,14 @@ const command_rec rp_directives[] = {
                   RSRC_CONF, "Accepting children kept in every bucket; 2 or "
                   "more keep a bucket served while one child is stopped or "
                   "blocked"),
+    AP_INIT_TAKE1("ReusePortStuckTimeout", set_stuck_timeout, NULL,
+                  RSRC_CONF, "Milliseconds a bucket's connections may wait "
+                  "while its children accept none before the parent starts "
+                  "another child for it, or 'off'"),
+    AP_INIT_FLAG("ReusePortCPUAffinity", set_cpu_affinity, NULL, RSRC_CONF,
+                 "'on' runs each bucket's children on that bucket's CPUs "
+                 "and sends each new connection to a bucket of the CPU "
+                 "that received it"),
     AP_INIT_TAKE1("AsyncRequestWorkerFactor", set_async_factor, NULL,
                   RSRC_CONF, "Accepted for mpm_event compatibility; no "
                   "effect (admission is by idle workers)"),

@@ -289,6 +289,7 @@ static int run(rp_conn *rc, apr_thread_t *thd, int tid)
     else {
         resume_connection(rc, thd, tid);
     }
+    rp_affinity_sample(rc->sock);
     rp_child_publish_connection(tid, rc->c, rc->sock);
     next = advance(rc);
     /* Unpublish before another thread may own it again. */

@@ -410,6 +410,7 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
         rp_lim.num_buckets = nb;
     }
     build_buckets(pconf, nb);
+    rp_affinity_setup(rp_lim.reuseport ? nb : 1);
     if (rp_lim.reuseport && nb > 0 && !rp_listen_note) {
         rp_steer_buckets(nb);
     }

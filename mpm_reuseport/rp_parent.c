@@ -115,6 +115,16 @@ static int free_slot(int bucket)
     return fallback;
 }
 
+pid_t rp_parent_add_child(int bucket)
+{
+    int slot = free_slot(bucket);
+
+    if (slot < 0 || SLOT_PID(slot) != 0) {
+        return 0;               /* only empty slots: none is taken over */
+    }
+    return make_child(slot, bucket) < 0 ? -1 : SLOT_PID(slot);
+}
+
 static void start_children(int count)
 {
     int k;
@@ -196,12 +206,14 @@ static void maintain_bucket(int b)
             make_child(slot, b);    /* a bucket is never left unserved */
         }
     }
-    else if (c.idle > rp_lim.max_spare_threads / nb
-             && c.accepting > rp_lim.per_bucket) {
+    else if (c.accepting > rp_lim.per_bucket
+             && (c.idle > rp_lim.max_spare_threads / nb
+                 || rp_relief_surplus(b, apr_time_now()))) {
         /* The child told to go counts as accepting until it gets to it:
          * tell no other one meanwhile, or the bucket could lose them all. */
         if (apr_time_now() >= rp_state->reap_hold_until[b]) {
             ap_mpm_podx_signal(rp_buckets[b].pod, AP_MPM_PODX_GRACEFUL);
+            rp_relief_child_going(b);
             rp_state->reap_hold_until[b] = apr_time_now()
                                            + apr_time_from_sec(REAP_HOLD_SEC);
         }
@@ -293,18 +305,46 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
     return 0;
 }
 
-/* While the previous generation still accepts, look at the new one's
- * progress often; otherwise ap_wait_or_timeout's second is fine. */
+/* Wait for a child to exit: about a second (running the monitor hook every
+ * tenth time, as ap_wait_or_timeout does), or 20 ms while the previous
+ * generation still accepts (its hand-over is watched closely).  Meanwhile
+ * look at the buckets' queues every relief interval.  A handled SIGCHLD cuts
+ * the sleep short and returns with no child, as ap_wait_or_timeout does, so
+ * the main loop's maintenance runs before the exit is reaped. */
 static void wait_step(apr_exit_why_e *why, int *status, apr_proc_t *proc)
 {
-    if (!rp_gen_retiring()) {
-        ap_wait_or_timeout(why, status, proc, rp_pconf, ap_server_conf);
-        return;
+    static int monitor_countdown = 10;
+    int retiring = rp_gen_retiring();
+    apr_interval_time_t look = rp_relief_interval();
+    apr_time_t end = apr_time_now() + (retiring ? apr_time_from_msec(20)
+                                                : apr_time_from_sec(1));
+
+    if (!retiring && --monitor_countdown == 0) {
+        monitor_countdown = 10;
+        ap_run_monitor(rp_pconf, ap_server_conf);
     }
-    if (apr_proc_wait_all_procs(proc, status, why, APR_NOWAIT, rp_pconf)
-        != APR_CHILD_DONE) {
+    ap_update_global_status();
+    for (;;) {
+        apr_time_t now, nap;
+        apr_status_t rv = apr_proc_wait_all_procs(proc, status, why,
+                                                  APR_NOWAIT, rp_pconf);
+        if (APR_STATUS_IS_CHILD_DONE(rv)) {
+            return;
+        }
         proc->pid = -1;
-        apr_sleep(apr_time_from_msec(20));
+        now = apr_time_now();
+        if (APR_STATUS_IS_EINTR(rv) || now >= end) {
+            return;
+        }
+        rp_relief_look(now);
+        nap = end - now;
+        if (look && look < nap) {
+            nap = look;
+        }
+        apr_sleep(nap);
+        if (apr_time_now() + apr_time_from_msec(1) < now + nap) {
+            return;     /* a signal (SIGCHLD): the main loop looks first */
+        }
     }
 }
 
@@ -440,8 +480,8 @@ static int restart(void)
     return OK;
 }
 
-/* ap_wait_or_timeout() sleeps a second between reaps; a handled SIGCHLD
- * cuts that sleep short, so a dead child is replaced at once. */
+/* wait_step() sleeps between reaps; a handled SIGCHLD cuts that sleep
+ * short, so a dead child is replaced at once. */
 static void wake_on_child_exit(int sig)
 {
     (void)sig;
@@ -487,6 +527,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     ap_log_mpm_common(s);
     rp_state->mpm->mpm_state = AP_MPMQ_RUNNING;
     rp_bstats_setup(rp_pconf);
+    rp_relief_setup();
     start_children(rp_lim.start_servers);
 
     server_main_loop();

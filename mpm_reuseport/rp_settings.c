@@ -20,6 +20,8 @@ void rp_settings_init(rp_settings *s)
     s->buckets = RP_BUCKETS_AUTO;
     s->reuseport = 1;
     s->per_bucket = RP_UNSET;
+    s->stuck_timeout = RP_UNSET;
+    s->cpu_affinity = 0;
 }
 
 const char *rp_parse_count(const char *arg, int min, int max, int *out)
@@ -58,6 +60,15 @@ const char *rp_parse_buckets(const char *arg, int *out)
         return NULL;
     }
     return rp_parse_count(arg, 1, RP_MAX_BUCKETS, out);
+}
+
+const char *rp_parse_stuck_timeout(const char *arg, int *out)
+{
+    if (arg && strcasecmp(arg, "off") == 0) {
+        *out = 0;
+        return NULL;
+    }
+    return rp_parse_count(arg, 1, RP_MAX_STUCK_TIMEOUT, out);
 }
 
 static void note(rp_notes *notes, const char *fmt, ...)
@@ -243,6 +254,8 @@ int rp_settings_resolve(const rp_settings *s, int online_cpus,
         notes->count = 0;
     }
     l.per_bucket = or_default(s->per_bucket, 1);
+    l.stuck_timeout = or_default(s->stuck_timeout, RP_DEFAULT_STUCK_TIMEOUT);
+    l.cpu_affinity = s->cpu_affinity;
     if (resolve_threads(s, &l, notes, err, errlen)
         || resolve_buckets(s, online_cpus, have_reuseport, &l, notes, err,
                            errlen)) {

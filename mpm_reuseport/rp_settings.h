@@ -19,6 +19,9 @@
 #define RP_DEFAULT_THREADS_PER_CHILD 25
 #define RP_DEFAULT_MIN_SPARE_THREADS 75
 #define RP_DEFAULT_MAX_SPARE_THREADS 250
+/* ReusePortStuckTimeout, milliseconds (0: off) */
+#define RP_DEFAULT_STUCK_TIMEOUT 50
+#define RP_MAX_STUCK_TIMEOUT 60000
 
 /* What the configuration said; RP_UNSET where it said nothing. */
 typedef struct rp_settings {
@@ -32,6 +35,9 @@ typedef struct rp_settings {
     int buckets;              /* RP_BUCKETS_AUTO or a count */
     int reuseport;            /* 1 on (default), 0 off */
     int per_bucket;           /* ReusePortChildrenPerBucket (RP_UNSET: 1) */
+    int stuck_timeout;        /* ReusePortStuckTimeout ms, 0 off (RP_UNSET:
+                                 RP_DEFAULT_STUCK_TIMEOUT) */
+    int cpu_affinity;         /* ReusePortCPUAffinity: 1 on, 0 off (default) */
 } rp_settings;
 
 /* What the server runs with. */
@@ -47,6 +53,9 @@ typedef struct rp_limits {
     int max_spare_threads;
     int reuseport;            /* effective: configured on and available */
     int per_bucket;           /* accepting children kept in each bucket */
+    int stuck_timeout;        /* ms a bucket's queue may wait with nothing
+                                 accepted before it gets a child; 0: never */
+    int cpu_affinity;         /* pin children, steer connections by CPU */
 } rp_limits;
 
 /* Adjustments made while resolving, each worth one log line. */
@@ -64,6 +73,9 @@ const char *rp_parse_count(const char *arg, int min, int max, int *out);
 
 /* Parse "auto" or a bucket count. */
 const char *rp_parse_buckets(const char *arg, int *out);
+
+/* Parse "off" (0) or a number of milliseconds for ReusePortStuckTimeout. */
+const char *rp_parse_stuck_timeout(const char *arg, int *out);
 
 /* Resolve settings into limits.  online_cpus: CPUs the system has online;
  * have_reuseport: whether the kernel accepts SO_REUSEPORT.  Returns 0, or -1

@@ -181,6 +181,20 @@ def throughput_md(raw, meta, out):
                    lambda c, w, v, b=b: f_ratio(round_ratio(c, cells.get((b, w)),
                                                             "server_cpu_us_per_req")))
 
+    fair = [v for v in variants
+            if any(cells[(v, w)].vals("child_cov") for w in workloads if (v, w) in cells)]
+    if fair:
+        keep = variants
+        variants = fair
+        matrix("mpm_reuseport: how evenly children share requests, and locality",
+               lambda c, w, v: "" if c is None else "%s / %s%%" % (
+                   f_num(c.median("child_cov"), 3),
+                   f_num(100 * (c.median("local_share") or 0), 0)),
+               "Per run, from server-status before and after: coefficient of variation "
+               "of the requests each child served (target <= 0.1) / share of sampled "
+               "requests served on the CPU that received them.")
+        variants = keep
+
     lines.extend(["### Per workload details", ""])
     for w in workloads:
         lines.extend(["#### " + w, "",
@@ -367,6 +381,9 @@ def plots_throughput(cells, variants, workloads, out):
                     vals += ["NaN"] * 5
                     continue
                 lo, hi = c.spread("rps")
+                if c.median("rps") is None:     # every run failed
+                    vals += ["NaN"] * 5
+                    continue
                 x = round_ratio(c, cells.get(("event", w)), "rps")
                 vals += ["%.1f" % c.median("rps"), "%.1f" % lo, "%.1f" % hi,
                          "%.4f" % x if x else "NaN",

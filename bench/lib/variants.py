@@ -10,6 +10,7 @@ Variant file:
     modules =               # httpd: extra Debian modules (names, space separated)
     requires =              # files that must exist, else the variant is skipped
     order = 20              # position in tables
+    parts = throughput      # parts it runs in (default all)
     description = ...
     [common]                # config for every part
     directives = ...        # httpd: server-level directives
@@ -74,7 +75,8 @@ class Variant:
         self.modules = self.meta.get("modules", "").split()
         self.requires = _subst(self.meta.get("requires", "")).split()
         self.extra = {}  # (part, key) -> text appended by add-ons
-        self.parts = None  # parts this variant takes part in (None: all)
+        # parts this variant takes part in (None: all)
+        self.parts = self.meta.get("parts", "").replace(",", " ").split() or None
         if self.kind == "httpd":
             if "mpm_module" in self.meta:
                 self.mpm = (self.meta["mpm_module"], _subst(self.meta["mpm_path"]))

@@ -35,6 +35,52 @@ def holders(h, port):
     return by_sock, by_child
 
 
+def stop_one_child_under_load(h, pid, clients=8, seconds=3):
+    """8 clients make a new connection per request for 4 s; `pid` is stopped
+    (SIGSTOP) from 0.5 s to 3.5 s.  Returns the latencies (s, sorted) of the
+    requests started while it was stopped, the errors, and a summary."""
+    import threading
+    import time
+    from common import http_get
+    # Our own clients, a new connection per request, so every latency
+    # is one request's (no tool's bookkeeping in between).
+    lat, errors, stop = [], [], time.monotonic() + seconds + 1
+    stopped_at = {}
+
+    def client():
+        while time.monotonic() < stop:
+            t0 = time.monotonic()
+            try:
+                r = http_get(h.host, h.port, "/f.bin", timeout=10)
+                if r.status != 200:
+                    errors.append(r.status)
+            except Exception as e:      # noqa: BLE001 (reported)
+                errors.append(repr(e))
+            if "t" in stopped_at and t0 > stopped_at["t"]:
+                lat.append(time.monotonic() - t0)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGSTOP)
+        stopped_at["t"] = time.monotonic()
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        for t in threads:
+            t.join(30)
+    lat.sort()
+    p99 = lat[int(len(lat) * 0.99)] * 1000 if lat else None
+    msg = ("one child stopped for %d s: %d requests started meanwhile, p99 %s ms, "
+           "max %.0f ms, errors %s"
+           % (seconds, len(lat), "%.1f" % p99 if lat else "-",
+              lat[-1] * 1000 if lat else 0, errors[:5]))
+    print("\n    " + msg, end=" ")
+    return lat, errors, msg
+
+
 class Buckets(HttpdTestCase):
     @reuseport_only
     def test_one_socket_per_bucket_and_log_line(self):
@@ -91,10 +137,12 @@ class Buckets(HttpdTestCase):
 
     @reuseport_only
     def test_stopped_child_holds_up_only_its_bucket(self):
-        """With one child per bucket, SIGSTOP one child: new connections that
-        the kernel hashes to its bucket wait, the others are served."""
+        """With one child per bucket and no relief (ReusePortStuckTimeout
+        off), SIGSTOP one child: new connections that the kernel hashes to
+        its bucket wait, the others are served."""
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
-                                      max_workers=40, min_spare=10, max_spare=40),
+                                      max_workers=40, min_spare=10, max_spare=40)
+                       + "ReusePortStuckTimeout off\n",
                        files={"index.html": "x"})
         kids = h.wait_children(2)
         self.wait_workers(h, 20)
@@ -197,11 +245,13 @@ class BucketStatus(HttpdTestCase):
     def test_server_status_shows_buckets_and_a_stuck_queue(self):
         """server-status shows each bucket's children, accepted connections
         and kernel queue; a stopped child's bucket shows its waiting
-        connections (sampled by the parent) and the parent logs it once."""
+        connections (sampled by the parent) and the parent logs it once
+        (relief off, so it stays stuck)."""
         import socket
         import time
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
-                                      max_workers=40, min_spare=10, max_spare=40),
+                                      max_workers=40, min_spare=10, max_spare=40)
+                       + "ReusePortStuckTimeout off\n",
                        files={"index.html": "x"})
         kids = h.wait_children(2)
         self.wait_workers(h, 20)
@@ -215,6 +265,11 @@ class BucketStatus(HttpdTestCase):
         self.assertIn("127.0.0.1:%d" % h.port, page)
         accepted = sum(int(st["ReusePortBucket%dAccepted" % b]) for b in (0, 1))
         self.assertGreaterEqual(accepted, 30)
+        # Requests per child (counted whether or not ExtendedStatus is on).
+        per_child = [int(v.split()[5]) for k, v in st.items()
+                     if re.match(r"ReusePortChild\d+$", k)]
+        self.assertEqual(len(per_child), 2, st)
+        self.assertGreaterEqual(sum(per_child), 30, st)
         for b in (0, 1):
             self.assertEqual(st["ReusePortBucket%dChildren" % b], "1")
             self.assertEqual(st["ReusePortBucket%dQueued" % b], "0")
@@ -269,7 +324,7 @@ class ChildrenPerBucket(HttpdTestCase):
         h = self.httpd(mpm_directives(buckets=2, start=4, server_limit=8, threads=16,
                                       thread_limit=16, max_workers=128, min_spare=16,
                                       max_spare=32)
-                       + "ReusePortChildrenPerBucket 2\n",
+                       + "ReusePortChildrenPerBucket 2\nReusePortStuckTimeout off\n",
                        files={"f.bin": os.urandom(500)})
         kids = h.wait_children(4)
         # MaxSpareThreads 32 would reap down to one child per bucket; the
@@ -278,51 +333,54 @@ class ChildrenPerBucket(HttpdTestCase):
         st = h.status()
         for b in (0, 1):
             self.assertEqual(st["ReusePortBucket%dAccepting" % b], "2")
-        # Our own clients, a new connection per request, so every latency
-        # is one request's (no tool's bookkeeping in between).
-        import threading
-        from common import http_get
-        lat, errors, stop = [], [], time.monotonic() + 4
-        stopped_at = {}
+        lat, errors, msg = stop_one_child_under_load(h, kids[0])
+        self.assert_no_stall(lat, errors, msg)
 
-        def client():
-            while time.monotonic() < stop:
-                t0 = time.monotonic()
-                try:
-                    r = http_get(h.host, h.port, "/f.bin", timeout=10)
-                    if r.status != 200:
-                        errors.append(r.status)
-                except Exception as e:      # noqa: BLE001 (reported)
-                    errors.append(repr(e))
-                if "t" in stopped_at and t0 > stopped_at["t"]:
-                    lat.append(time.monotonic() - t0)
-
-        threads = [threading.Thread(target=client) for _ in range(8)]
-        for t in threads:
-            t.start()
-        try:
-            time.sleep(0.5)
-            os.kill(kids[0], signal.SIGSTOP)
-            stopped_at["t"] = time.monotonic()
-            time.sleep(3)
-        finally:
-            os.kill(kids[0], signal.SIGCONT)
-            for t in threads:
-                t.join(30)
-        lat.sort()
-        p99 = lat[int(len(lat) * 0.99)] * 1000 if lat else None
-        msg = ("one of four children stopped for 3 s: %d requests started "
-               "meanwhile, p99 %s ms, max %.0f ms, errors %s"
-               % (len(lat), "%.1f" % p99 if lat else "-",
-                  lat[-1] * 1000 if lat else 0, errors[:5]))
-        print("\n    " + msg, end=" ")
+    def assert_no_stall(self, lat, errors, msg):
         self.assertGreater(len(lat), 500, msg)
         self.assertEqual(errors, [], msg)
-        self.assertLess(p99, 100, msg)
+        self.assertLess(lat[int(len(lat) * 0.99)], 0.1, msg)
         # Closed-loop clients stuck on a stalled bucket stop issuing, so a
         # stall hides from p99 (3 s stalls: p99 5 ms, max 3,000 ms with one
-        # child per bucket); the slowest request shows it.
+        # child per bucket and no relief); the slowest request shows it.
         self.assertLess(lat[-1], 0.5, msg)
+
+    @reuseport_only
+    def test_stuck_bucket_gets_another_child(self):
+        """Default ReusePortStuckTimeout (50 ms), one child per bucket: the
+        parent sees the stopped child's bucket queue connections with none
+        accepted and starts another child for it, which takes them."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=8, threads=16,
+                                      thread_limit=16, max_workers=128, min_spare=16,
+                                      max_spare=64),
+                       files={"f.bin": os.urandom(500)})
+        kids = h.wait_children(2)
+        self.wait_workers(h, 32)
+        lat, errors, msg = stop_one_child_under_load(h, kids[0])
+        relief = [l for l in h.log().splitlines() if "started child" in l]
+        self.assertTrue(relief, "no relief child logged:\n" + h.log_tail())
+        self.assertEqual(len(relief), 1, relief)    # once, then held by the new one
+        self.assertRegex(relief[0], r"bucket \d: \d+ connection\(s\) waited \d+ ms")
+        self.assert_no_stall(lat, errors, msg)
+        st = h.status()
+        self.assertEqual(sorted(st["ReusePortBucket%dAccepting" % b] for b in (0, 1)),
+                         ["1", "2"], st)
+        # Fine again for 10 s: the bucket gives the added child back.
+        self.wait_until(lambda: [h.status()["ReusePortBucket%dAccepting" % b]
+                                 for b in (0, 1)] == ["1", "1"], 30,
+                        "the added child to go")
+        self.assertIn("one of its children goes", h.log())
+
+    @reuseport_only
+    def test_stuck_timeout_values(self):
+        for bad in ("0", "fast", "50ms", "60001"):
+            h = self.httpd("ReusePortStuckTimeout %s\n" % bad, start=False)
+            res = h.configtest()
+            self.assertNotEqual(res.returncode, 0, bad)
+            self.assertIn("ReusePortStuckTimeout", res.stderr + res.stdout)
+        for good in ("off", "200"):
+            h = self.httpd("ReusePortStuckTimeout %s\n" % good, start=False)
+            self.assertEqual(h.configtest().returncode, 0, good)
 
     @reuseport_only
     def test_children_of_a_bucket_share_its_connections(self):
@@ -386,3 +444,83 @@ class ChildrenPerBucket(HttpdTestCase):
         res = h.configtest()
         self.assertNotEqual(res.returncode, 0)
         self.assertIn("needs 2 children per bucket", res.stderr + res.stdout)
+
+
+def cpus_allowed(pid):
+    """CPUs a process may run on, from /proc (e.g. {0} or {0, 1})."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                out = set()
+                for part in line.split(":", 1)[1].strip().split(","):
+                    lo, _, hi = part.partition("-")
+                    out.update(range(int(lo), int(hi or lo) + 1))
+                return out
+    return set()
+
+
+def local_share(st, nb):
+    """(share of sampled requests served on their receiving CPU, sampled)."""
+    n = sum(int(st["ReusePortBucket%dSampled" % b]) for b in range(nb))
+    loc = sum(int(st["ReusePortBucket%dLocal" % b]) for b in range(nb))
+    return (loc / n if n else 0.0), n
+
+
+def children_by_bucket(st):
+    """{bucket: [pid, ...]} from the ReusePortChildN status lines."""
+    out = {}
+    for key, val in st.items():
+        m = re.match(r"ReusePortChild\d+$", key)
+        if m:
+            f = val.split()
+            out.setdefault(int(f[3]), []).append(int(f[1]))
+    return out
+
+
+@unittest.skipUnless(NCPU >= 2, "needs 2 CPUs")
+class Locality(HttpdTestCase):
+    def serve_and_measure(self, affinity):
+        from common import run_wrk
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=16,
+                                      thread_limit=16, max_workers=64, min_spare=16,
+                                      max_spare=64)
+                       + "ReusePortCPUAffinity %s\n" % ("on" if affinity else "off"),
+                       files={"f.bin": os.urandom(500)})
+        h.wait_children(2)
+        self.wait_workers(h, 32)
+        res = run_wrk(h.url("/f.bin"), 3, 16, threads=2, close=True)
+        self.assertEqual(res.failures, 0, res)
+        st = h.status()
+        share, n = local_share(st, 2)
+        return h, st, share, n
+
+    @reuseport_only
+    def test_cpu_affinity_pins_children_and_steers_by_cpu(self):
+        """ReusePortCPUAffinity on: bucket b's children run on CPU b only,
+        and new connections go to the bucket of the CPU that received them,
+        so (nearly) every request is served on its receiving CPU; off, the
+        share is whatever the scheduler gives (reported)."""
+        h, st, on, n_on = self.serve_and_measure(True)
+        kids = children_by_bucket(st)
+        self.assertEqual(sorted(kids), [0, 1], st)
+        for b, pids in kids.items():
+            for pid in pids:
+                self.assertEqual(cpus_allowed(pid), {b}, "child %d of bucket %d" % (pid, b))
+        h.stop()
+        h, st, off, n_off = self.serve_and_measure(False)
+        for pids in children_by_bucket(st).values():
+            for pid in pids:
+                self.assertGreater(len(cpus_allowed(pid)), 1, "pinned although off")
+        msg = ("requests served on their receiving CPU: %.0f%% with ReusePortCPUAffinity "
+               "(%d sampled), %.0f%% without (%d sampled)"
+               % (on * 100, n_on, off * 100, n_off))
+        print("\n    " + msg, end=" ")
+        self.assertGreater(n_on, 200, msg)
+        self.assertGreaterEqual(on, 0.9, msg)
+
+    @reuseport_only
+    def test_cpu_affinity_flag_values(self):
+        h = self.httpd("ReusePortCPUAffinity maybe\n", start=False)
+        res = h.configtest()
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("ReusePortCPUAffinity", res.stderr + res.stdout)

@@ -71,6 +71,22 @@ START_TEST(parse_buckets_auto_and_counts)
 }
 END_TEST
 
+START_TEST(parse_stuck_timeout_off_and_millis)
+{
+    int v = -1;
+    ck_assert_ptr_null(rp_parse_stuck_timeout("off", &v));
+    ck_assert_int_eq(v, 0);
+    ck_assert_ptr_null(rp_parse_stuck_timeout("Off", &v));
+    ck_assert_ptr_null(rp_parse_stuck_timeout("200", &v));
+    ck_assert_int_eq(v, 200);
+    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("0", &v));
+    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("-5", &v));
+    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("50ms", &v));
+    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("60001", &v));
+    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("", &v));
+}
+END_TEST
+
 START_TEST(defaults_follow_cpus)
 {
     ck_assert_int_eq(resolve(4, 1), 0);
@@ -80,6 +96,7 @@ START_TEST(defaults_follow_cpus)
     ck_assert_int_eq(l.max_workers, RP_DEFAULT_SERVER_LIMIT * RP_DEFAULT_THREADS_PER_CHILD);
     ck_assert_int_eq(l.daemons_limit, RP_DEFAULT_SERVER_LIMIT);
     ck_assert_int_eq(l.start_servers, 4); /* one child per bucket */
+    ck_assert_int_eq(l.stuck_timeout, RP_DEFAULT_STUCK_TIMEOUT);
     ck_assert_int_eq(l.reuseport, 1);
     ck_assert_int_eq(notes.count, 0);
 }
@@ -255,6 +272,7 @@ static Suite *settings_suite(void)
     tcase_add_test(tc, parse_count_accepts_plain_numbers);
     tcase_add_test(tc, parse_count_rejects_garbage);
     tcase_add_test(tc, parse_buckets_auto_and_counts);
+    tcase_add_test(tc, parse_stuck_timeout_off_and_millis);
     tcase_add_test(tc, defaults_follow_cpus);
     tcase_add_test(tc, threads_per_child_over_limit_is_an_error);
     tcase_add_test(tc, threads_per_child_alone_raises_thread_limit);
