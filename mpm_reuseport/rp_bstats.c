@@ -18,11 +18,16 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#ifdef __linux__
+#include <linux/sock_diag.h>    /* SK_MEMINFO_DROPS */
+#endif
 
 typedef struct rp_bstat {
     apr_uint64_t accepted;      /* children: connections taken */
     apr_uint32_t queued;        /* parent: waiting in the kernel */
     apr_uint32_t queue_limit;   /* parent: the listen backlog */
+    apr_uint32_t drops;         /* parent: connections the kernel dropped
+                                   because the queue was full */
     apr_uint32_t stuck_since;   /* parent: seconds (apr time / 1e6) */
     apr_uint32_t stuck_logged;
     apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
@@ -115,6 +120,30 @@ void rp_bstats_queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
 #endif
 }
 
+/* Connections the kernel dropped on the bucket's sockets, e.g. when its
+ * accept queue was full (a listener's drop counter, SO_MEMINFO). */
+static apr_uint32_t drops_of(int bucket)
+{
+    apr_uint32_t total = 0;
+#if defined(SO_MEMINFO) && defined(__linux__)
+    ap_listen_rec *lr;
+
+    for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
+        apr_uint32_t mi[SK_MEMINFO_VARS];
+        socklen_t len = sizeof(mi);
+        int fd;
+        apr_os_sock_get(&fd, lr->sd);
+        if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0
+            && len > SK_MEMINFO_DROPS * sizeof(mi[0])) {
+            total += mi[SK_MEMINFO_DROPS];
+        }
+    }
+#else
+    (void)bucket;
+#endif
+    return total;
+}
+
 int rp_bstats_progress(int bucket, apr_uint32_t *queued,
                        apr_uint64_t *accepted)
 {
@@ -163,6 +192,7 @@ void rp_bstats_sample(void)
         rp_bstats_queue_of(b, &q, &lim);
         __atomic_store_n(&st->queued, q, __ATOMIC_RELAXED);
         __atomic_store_n(&st->queue_limit, lim, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->drops, drops_of(b), __ATOMIC_RELAXED);
         watch_stuck(b, st, __atomic_load_n(&st->accepted, __ATOMIC_RELAXED));
     }
 }
@@ -231,7 +261,8 @@ int rp_bstats_status(request_rec *r, int flags)
         ap_rputs("<hr /><h2>mpm_reuseport buckets</h2>\n<table border=\"0\">"
                  "<tr><th>bucket</th><th>listeners</th><th>children "
                  "(accepting)</th><th>accepted</th><th>waiting in the "
-                 "kernel / limit</th><th>served on the receiving CPU</th>"
+                 "kernel / limit</th><th>dropped</th><th>served on the "
+                 "receiving CPU</th>"
                  "</tr>\n", r);
     }
     for (b = 0; b < table_rows; b++) {
@@ -239,6 +270,7 @@ int rp_bstats_status(request_rec *r, int flags)
         apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
         apr_uint32_t q = __atomic_load_n(&st->queued, __ATOMIC_RELAXED);
         apr_uint32_t lim = __atomic_load_n(&st->queue_limit, __ATOMIC_RELAXED);
+        apr_uint32_t drops = __atomic_load_n(&st->drops, __ATOMIC_RELAXED);
         apr_uint64_t n = __atomic_load_n(&st->sampled, __ATOMIC_RELAXED);
         apr_uint64_t loc = __atomic_load_n(&st->local, __ATOMIC_RELAXED);
         int running, accepting;
@@ -250,17 +282,18 @@ int rp_bstats_status(request_rec *r, int flags)
                        "ReusePortBucket%dAccepted: %" APR_UINT64_T_FMT "\n"
                        "ReusePortBucket%dQueued: %u\n"
                        "ReusePortBucket%dQueueLimit: %u\n"
+                       "ReusePortBucket%dDrops: %u\n"
                        "ReusePortBucket%dSampled: %" APR_UINT64_T_FMT "\n"
                        "ReusePortBucket%dLocal: %" APR_UINT64_T_FMT "\n",
                        b, running, b, accepting, b, acc, b, q, b, lim,
-                       b, n, b, loc);
+                       b, drops, b, n, b, loc);
         }
         else {
             ap_rprintf(r, "<tr><td>%d</td><td>%s</td><td>%d (%d)</td><td>%"
-                       APR_UINT64_T_FMT "</td><td>%u / %u</td><td>%s</td>"
-                       "</tr>\n", b,
+                       APR_UINT64_T_FMT "</td><td>%u / %u</td><td>%u</td>"
+                       "<td>%s</td></tr>\n", b,
                        ap_escape_html(r->pool, bucket_addresses(r, b)),
-                       running, accepting, acc, q, lim,
+                       running, accepting, acc, q, lim, drops,
                        n ? apr_psprintf(r->pool, "%d%%", (int)(loc * 100 / n))
                          : "-");
         }

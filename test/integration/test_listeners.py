@@ -317,6 +317,45 @@ class BucketStatus(HttpdTestCase):
         self.assertEqual(h.log().count("its children are stuck"), 1)
 
 
+    @reuseport_only
+    def test_server_status_counts_drops_of_a_full_queue(self):
+        """A bucket whose queue is full drops new connections (SYNs); the
+        parent reads the listener's drop counter (SO_MEMINFO) and
+        server-status shows it per bucket."""
+        import socket
+        import time
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=10,
+                                      max_workers=40, min_spare=10, max_spare=40)
+                       + "ReusePortStuckTimeout off\nListenBacklog 1\n"
+                       "AcceptFilter http none\n",
+                       files={"index.html": "x"})
+        kids = h.wait_children(2)
+        self.wait_workers(h, 20)
+        st = h.status()
+        self.assertEqual([st["ReusePortBucket%dDrops" % b] for b in (0, 1)], ["0", "0"])
+        os.kill(kids[0], signal.SIGSTOP)
+        held = []
+        try:
+            for _ in range(40):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex((h.host, h.port))
+                held.append(s)
+            drops, deadline = 0, time.monotonic() + 10
+            while time.monotonic() < deadline and not drops:
+                time.sleep(0.5)
+                try:
+                    st = h.status(timeout=1)
+                except OSError:
+                    continue
+                drops = sum(int(st["ReusePortBucket%dDrops" % b]) for b in (0, 1))
+            self.assertGreater(drops, 0, st)
+        finally:
+            os.kill(kids[0], signal.SIGCONT)
+            for s in held:
+                s.close()
+
+
 class ChildrenPerBucket(HttpdTestCase):
     @reuseport_only
     def test_stopped_child_does_not_stall_its_bucket(self):
