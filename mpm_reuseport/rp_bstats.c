@@ -22,6 +22,10 @@
 #include <linux/sock_diag.h>    /* SK_MEMINFO_DROPS */
 #endif
 
+/* Rows and counters are written by different children on different CPUs:
+ * one cache line each, so they do not bounce a shared line per request. */
+#define RP_CACHE_LINE 64
+
 typedef struct rp_bstat {
     apr_uint64_t accepted;      /* children: connections taken */
     apr_uint32_t queued;        /* parent: waiting in the kernel */
@@ -33,20 +37,24 @@ typedef struct rp_bstat {
     apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
     apr_uint64_t sampled;       /* children: requests looked at (1 in 16) */
     apr_uint64_t local;         /* ... run on the CPU that received them */
-} rp_bstat;
+} __attribute__((aligned(RP_CACHE_LINE))) rp_bstat;
+
+typedef struct rp_served {
+    apr_uint64_t n;             /* requests this slot's child served */
+} __attribute__((aligned(RP_CACHE_LINE))) rp_served;
 
 static rp_bstat *table;         /* rp_lim.num_buckets rows, or NULL */
 static int table_rows;
 /* Requests each scoreboard slot's child has served (ExtendedStatus, which
  * the scoreboard's counts need, may be off). */
-static apr_uint64_t *served;
+static rp_served *served;
 static int served_slots;
 
 void rp_bstats_setup(apr_pool_t *pconf)
 {
     apr_shm_t *shm;
     apr_size_t rows = rp_lim.num_buckets * sizeof(rp_bstat);
-    apr_size_t size = rows + rp_lim.server_limit * sizeof(apr_uint64_t);
+    apr_size_t size = rows + rp_lim.server_limit * sizeof(rp_served);
 
     table = NULL;
     table_rows = 0;
@@ -61,7 +69,7 @@ void rp_bstats_setup(apr_pool_t *pconf)
     table = apr_shm_baseaddr_get(shm);
     memset(table, 0, size);
     table_rows = rp_lim.num_buckets;
-    served = (apr_uint64_t *)((char *)table + rows);
+    served = (rp_served *)((char *)table + rows);
     served_slots = rp_lim.server_limit;
     rp_bstats_sample();
 }
@@ -69,7 +77,7 @@ void rp_bstats_setup(apr_pool_t *pconf)
 void rp_bstats_child_started(int slot)
 {
     if (served && slot >= 0 && slot < served_slots) {
-        __atomic_store_n(&served[slot], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&served[slot].n, 0, __ATOMIC_RELAXED);
     }
 }
 
@@ -79,7 +87,7 @@ int rp_bstats_request_done(request_rec *r)
 
     (void)r;
     if (served && slot >= 0 && slot < served_slots) {
-        __atomic_fetch_add(&served[slot], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&served[slot].n, 1, __ATOMIC_RELAXED);
     }
     return DECLINED;
 }
@@ -242,7 +250,7 @@ static void children_status(request_rec *r, int flags)
         if (flags & AP_STATUS_SHORT) {
             ap_rprintf(r, "ReusePortChild%d: pid %ld bucket %d requests %"
                        APR_UINT64_T_FMT "\n", i, (long)ps->pid, ps->bucket,
-                       __atomic_load_n(&served[i], __ATOMIC_RELAXED));
+                       __atomic_load_n(&served[i].n, __ATOMIC_RELAXED));
         }
     }
 }
