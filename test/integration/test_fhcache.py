@@ -341,8 +341,14 @@ class FHCacheTest(HttpdTestCase):
                 f.write(b"v2\n")
         finally:
             os.kill(child, signal.SIGCONT)
-        self.wait_until(lambda: int(self.stats(h)["Flushes"]) > flushes, 10,
-                        "the overflow to be handled")
+        try:
+            self.wait_until(lambda: int(self.stats(h)["Flushes"]) > flushes, 10,
+                            "the overflow to be handled")
+        except AssertionError as e:
+            # Not understood yet (seen in 2 of ~10 full runs): say what the
+            # server looked like.
+            raise AssertionError("%s; stopped child %d, children now %s, stats %s"
+                                 % (e, child, h.children(), self.stats(h))) from None
         self.assertEqual(self.get(h, "/f.txt").body, b"v2\n")
         st = self.stats(h)
         self.assertGreaterEqual(int(st["Overflows"]), 1)
