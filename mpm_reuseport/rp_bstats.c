@@ -55,18 +55,24 @@ void rp_bstats_setup(apr_pool_t *pconf)
     apr_shm_t *shm;
     apr_size_t rows = rp_lim.num_buckets * sizeof(rp_bstat);
     apr_size_t size = rows + rp_lim.server_limit * sizeof(rp_served);
+    apr_uintptr_t base;
 
     table = NULL;
     table_rows = 0;
     served = NULL;
     served_slots = 0;
-    if (apr_shm_create(&shm, size, NULL, pconf) != APR_SUCCESS) {
+    /* apr_shm's base is not line-aligned (it keeps a header): room to
+     * round it up. */
+    if (apr_shm_create(&shm, size + RP_CACHE_LINE, NULL, pconf)
+        != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
                      "no shared memory for per-bucket statistics; "
                      "server-status will not show them");
         return;
     }
-    table = apr_shm_baseaddr_get(shm);
+    base = (apr_uintptr_t)apr_shm_baseaddr_get(shm);
+    table = (rp_bstat *)((base + RP_CACHE_LINE - 1)
+                         & ~(apr_uintptr_t)(RP_CACHE_LINE - 1));
     memset(table, 0, size);
     table_rows = rp_lim.num_buckets;
     served = (rp_served *)((char *)table + rows);
