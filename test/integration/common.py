@@ -265,6 +265,15 @@ class HttpdTestCase(unittest.TestCase):
             time.sleep(interval)
 
 
+def all_threads_stopped(pid):
+    """Whether every thread of pid is stopped (state T in /proc)."""
+    states = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+            states.append(f.read().rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(st in ("T", "t") for st in states)
+
+
 def wait_for_log(h, text, timeout):
     """True once text appears in h's error log (False after timeout)."""
     deadline = time.monotonic() + timeout

@@ -39,10 +39,10 @@ def stop_one_child_under_load(h, pid, clients=8, seconds=3):
     """8 clients make a new connection per request for 4 s; `pid` is stopped
     (SIGSTOP) from 0.5 s to 3.5 s.  Returns the latencies (s, sorted) of the
     requests started while it was stopped, the errors, and a summary.
-    Requests started within SETTLE of the signal are left out: until every
-    thread of the child has stopped, it may still accept one, which is then
-    its in-flight request and waits for SIGCONT."""
-    SETTLE = 0.02
+    The clock starts once every thread of the child has stopped (kill()
+    returns before): until then it may still accept a connection, which is
+    then its in-flight request and waits for SIGCONT."""
+    from common import all_threads_stopped
     import threading
     import time
     from common import http_get
@@ -60,7 +60,7 @@ def stop_one_child_under_load(h, pid, clients=8, seconds=3):
                     errors.append(r.status)
             except Exception as e:      # noqa: BLE001 (reported)
                 errors.append(repr(e))
-            if "t" in stopped_at and t0 > stopped_at["t"] + SETTLE:
+            if "t" in stopped_at and t0 > stopped_at["t"]:
                 lat.append(time.monotonic() - t0)
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -69,6 +69,8 @@ def stop_one_child_under_load(h, pid, clients=8, seconds=3):
     try:
         time.sleep(0.5)
         os.kill(pid, signal.SIGSTOP)
+        while not all_threads_stopped(pid):
+            time.sleep(0.001)
         stopped_at["t"] = time.monotonic()
         time.sleep(seconds)
     finally:
