@@ -40,7 +40,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit integration regress deps demo demo-stop install \
-        uninstall bench clean FORCE
+        uninstall bench clean win win-check win-bench FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -70,9 +70,12 @@ $(OBJ)/test/check_cpumap: test/unit/check_cpumap.c $(OBJ)/mpm_reuseport/rp_cpuma
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
 $(OBJ)/test/check_tally: test/unit/check_tally.c $(OBJ)/mod_fhcache/fhc_tally.o
+# mpm_winnt_ng's pure parts build natively too.
+$(OBJ)/test/check_wn: test/unit/check_wn.c \
+    $(OBJ)/mpm_winnt_ng/wn_settings.o $(OBJ)/mpm_winnt_ng/wn_reuse_policy.o
 $(OBJ)/test/%:
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -Imod_fhcache \
+	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -Imod_fhcache -Impm_winnt_ng \
 	    -o $@ $^ \
 	    $$(pkg-config --cflags --libs check)
 
@@ -80,7 +83,7 @@ unit: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh base test regress fhcache
+	@build/deps.sh base test regress fhcache win
 
 integration: all
 	python3 test/run_integration.py
@@ -108,6 +111,19 @@ uninstall:
 bench: all
 	@build/deps.sh base bench
 	python3 bench/run.py $(BENCH_ARGS)
+
+# Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare),
+# cross-built with mingw-w64 into build/win/out/, tested under wine64.
+win:
+	@build/deps.sh win
+	build/win/build.sh
+
+win-check: win
+	python3 test/win/run.py
+
+win-bench: win
+	@build/deps.sh bench
+	python3 bench/win.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT)

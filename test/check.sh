@@ -61,6 +61,17 @@ else
     count_plain "$LOG/regress.log" || add 0 1
 fi
 
+# Windows: cross-build (cached by input hash) and run under wine64.  Not
+# part of the sanitizer run (mingw builds are not instrumented).
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
+    echo "=== win: skipped${SAN:+ (SANITIZE)}"
+elif stage win-build build/win/build.sh; then
+    stage win python3 test/win/run.py
+    count_plain "$LOG/win.log" || add 0 1
+else
+    add 0 1
+fi
+
 for f in out/asan.* out/ubsan.*; do
     [ -e "$f" ] || continue
     echo "=== sanitizer report $f"; cat "$f"; broken+=("sanitizer"); add 0 1

@@ -1,0 +1,223 @@
+/* mpm_winnt_ng internals shared between its files.
+ *
+ * Shape: the parent (wn_parent.c) starts one child per generation and
+ * hands it the listeners (wn_handoff.c).  The child (wn_child.c) keeps
+ * AcceptExPending AcceptEx calls posted on every listener, all completing
+ * on one I/O completion port (wn_accept.c).  Worker threads wait on the port
+ * (wn_worker.c); the port wakes the most recently blocked thread first, so
+ * a few hot threads do the work.  A worker that picks up an accepted
+ * connection posts a replacement AcceptEx, serves the connection, and gives
+ * its socket back recycled (wn_recycle.c) to a LIFO context pool
+ * (wn_ctx.c).  Every operation on the port is a wn_op whose OVERLAPPED is
+ * its first member: one dispatch on completion. */
+#ifndef WN_H
+#define WN_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "http_main.h"
+#include "ap_listen.h"
+#include "scoreboard.h"
+#include "apr_thread_proc.h"
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <mswsock.h>
+
+#include "wn_settings.h"
+#include "wn_reuse_policy.h"
+
+/* Every log line of this module starts with this tag. */
+#define WN_TAG "mpm_winnt_ng: "
+
+extern module AP_MODULE_DECLARE_DATA mpm_winnt_ng_module;
+/* Log lines name the module (wn_module.c declares it instead). */
+#ifndef WN_MODULE_RECORD
+APLOG_USE_MODULE(mpm_winnt_ng);
+#endif
+
+/* ---- process role and configuration (wn_module.c, wn_config.c) ---- */
+extern DWORD wn_parent_pid;          /* == wn_my_pid in the parent */
+extern DWORD wn_my_pid;
+extern int wn_one_process;           /* -X / -DONE_PROCESS */
+extern const char *wn_signal_arg;    /* -k argument or NULL */
+extern volatile ap_generation_t wn_generation;
+extern volatile int wn_mpm_state;    /* AP_MPMQ_STARTING/RUNNING/STOPPING */
+extern apr_pool_t *wn_pconf;
+extern wn_settings wn_conf;          /* as the configuration said */
+extern wn_limits wn_run;             /* resolved */
+extern int wn_first_thread_limit;
+extern DWORD wn_stack_flag;
+
+extern const command_rec wn_commands[];
+void wn_config_pre(void);
+int wn_config_check(apr_pool_t *plog, server_rec *s);
+
+#define WN_IS_CHILD() (wn_parent_pid != wn_my_pid)
+
+/* ---- control events and -k (wn_control.c) ---- */
+void wn_control_open(apr_pool_t *p, DWORD parent_pid, int create);
+HANDLE wn_control_shutdown_event(void);
+HANDLE wn_control_restart_event(void);
+void wn_control_register_signal_server(void);
+void wn_control_console_handler(int in_parent);
+
+/* ---- parent to child hand-off (wn_handoff.c) ---- */
+typedef struct wn_handoff {
+    ap_generation_t generation;
+    int slot;                 /* scoreboard process slot */
+    int thread_limit;         /* the scoreboard's, not the config's */
+    int server_limit;
+    HANDLE started;           /* child -> parent: header read */
+    HANDLE accepting;         /* child -> parent: AcceptEx calls posted */
+    HANDLE retire;            /* child -> parent: MaxConnectionsPerChild */
+    HANDLE exit_event;        /* parent -> child: stop accepting, finish */
+    HANDLE scoreboard;        /* file mapping */
+} wn_handoff;
+
+extern wn_handoff wn_me;      /* in a child: what the parent said */
+
+int wn_handoff_read_header(void);            /* child, rewrite_args */
+void wn_handoff_attach_scoreboard(server_rec *s);
+void wn_handoff_read_listeners(server_rec *s);
+
+typedef struct wn_kid {
+    HANDLE proc;
+    DWORD pid;
+    int slot;
+    ap_generation_t generation;
+    HANDLE exit_event;
+    HANDLE accepting;
+    HANDLE retire;
+} wn_kid;
+
+int wn_handoff_spawn(apr_pool_t *p, int slot, wn_kid *kid);
+
+/* ---- parent (wn_parent.c) ---- */
+int wn_parent_run(server_rec *s);           /* 1: restart, 0: stop */
+
+/* ---- child (wn_child.c) ---- */
+void wn_child_main(apr_pool_t *pconf, HANDLE exit_event);
+extern HANDLE wn_port;                       /* the completion port */
+extern int wn_slot;                          /* our scoreboard slot */
+void wn_child_connection_done(void);         /* counts for MaxConnections */
+
+/* ---- operations on the port ---- */
+typedef enum {
+    WN_OP_ACCEPTEX = 1,       /* AcceptEx completed (or failed) */
+    WN_OP_ACCEPTED,           /* accept() fallback thread got one */
+    WN_OP_QUIT                /* worker: exit */
+} wn_op_kind;
+
+typedef struct wn_op {
+    OVERLAPPED ov;            /* first: CONTAINING_RECORD-free cast */
+    wn_op_kind kind;
+} wn_op;
+
+/* ---- contexts (wn_ctx.c) ---- */
+typedef struct wn_listener wn_listener;
+
+/* Room AcceptEx needs per address: the largest sockaddr plus 16. */
+#define WN_ADDR_ROOM (sizeof(SOCKADDR_STORAGE) + 16)
+
+typedef struct wn_ctx {
+    wn_op op;
+    struct wn_ctx *next;      /* LIFO free list */
+    wn_listener *listener;
+    SOCKET s;                 /* INVALID_SOCKET until one is made */
+    int recycled;             /* s served a connection before */
+    apr_pool_t *ptrans;
+    apr_socket_t *sock;       /* APR's view of s during a connection */
+    struct sockaddr *local, *remote;
+    int local_len, remote_len;
+    DWORD data_len;           /* bytes AcceptEx received (always 0) */
+    char *buf;                /* the two addresses AcceptEx writes */
+    DWORD data_room;
+    HANDLE event;             /* emulated completion, recycling waits */
+    HANDLE wait;              /* RegisterWaitForSingleObject handle */
+} wn_ctx;
+
+wn_ctx *wn_ctx_get(wn_listener *l);           /* a free context or a new one */
+void wn_ctx_put(wn_ctx *ctx);                 /* back on its listener's stack */
+void wn_ctx_drop_socket(wn_ctx *ctx);         /* close s */
+SOCKET wn_ctx_new_socket(wn_listener *l);     /* overlapped, not inheritable */
+
+/* ---- listeners and accepting (wn_accept.c) ---- */
+typedef enum { WN_ACCF_CONNECT, WN_ACCF_NONE } wn_accf;
+
+struct wn_listener {
+    ap_listen_rec *lr;
+    SOCKET s;
+    int family;
+    wn_accf accf;
+    volatile LONG pending;    /* AcceptEx calls posted and not completed */
+    volatile LONG errors;     /* failures in a row */
+    volatile LONG stopping;
+    SRWLOCK lock;             /* guards free */
+    wn_ctx *free;
+    HANDLE thread;            /* accept() fallback */
+    int emulated;             /* completions posted from an event wait:
+                                 the listener is associated with another
+                                 process's port (a shared socket) */
+    apr_pool_t *pool;
+    wn_listener *next;
+};
+
+extern wn_listener *wn_listeners;
+
+apr_status_t wn_accept_setup(apr_pool_t *p);
+void wn_accept_fill(wn_listener *l);          /* post up to AcceptExPending */
+void wn_accept_tick(void);                    /* housekeeping: back-off refill */
+void wn_accept_completed(wn_ctx *ctx, DWORD err, DWORD bytes);
+void wn_accept_stop(void);                    /* cancel and drain */
+
+/* ---- recycling (wn_recycle.c) ---- */
+extern LPFN_ACCEPTEX wn_AcceptEx;
+extern LPFN_GETACCEPTEXSOCKADDRS wn_GetAcceptExSockaddrs;
+extern LPFN_TRANSMITFILE wn_TransmitFile;
+extern LPFN_DISCONNECTEX wn_DisconnectEx;
+
+apr_status_t wn_recycle_setup(SOCKET any_listener, int family);
+/* Before serving on a recycled socket: 0, or -1 when it cannot send (the
+ * connection is dropped; recycling stops after a few). */
+int wn_recycle_check_reused(wn_ctx *ctx);
+/* Ends a served connection: lingering close, then recycle or close. */
+void wn_recycle_end(wn_ctx *ctx, conn_rec *c);
+const char *wn_recycle_method_name(void);
+
+/* ---- workers (wn_worker.c) ---- */
+apr_status_t wn_workers_start(apr_pool_t *p, int n);
+int wn_workers_stop(apr_interval_time_t grace);   /* still busy */
+void wn_serve(wn_ctx *ctx, int worker);
+
+#ifdef _MSC_VER
+#define WN_THREAD_LOCAL __declspec(thread)
+#else
+#define WN_THREAD_LOCAL __thread
+#endif
+
+/* ---- counters (wn_status.c) ---- */
+typedef struct wn_counters {
+    volatile LONG64 accepted;
+    volatile LONG64 sockets_created;
+    volatile LONG64 sockets_recycled;
+    volatile LONG64 recycle_failed;
+    volatile LONG64 accept_errors;
+    volatile LONG workers_busy;
+    volatile LONG workers_idle;
+} wn_counters;
+extern wn_counters wn_stats;
+void wn_status_register(void);
+
+#ifdef __GNUC__
+#define WN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define WN_PRINTF(f, a)
+#endif
+/* Logs the first time only (flag goes 0 -> 1): runtime faults must not
+ * flood the error log once per request. */
+void wn_log_once(volatile LONG *flag, int level, apr_status_t rv,
+                 const char *fmt, ...) WN_PRINTF(4, 5);
+
+#endif

@@ -1,0 +1,131 @@
+/* The child process: sets up the port, the listeners' AcceptEx calls and
+ * the workers, tells the parent it accepts, then waits for its exit event
+ * (restart, stop) or for MaxConnectionsPerChild, and stops in order:
+ * no new accepts, serve what was accepted, workers finish, exit. */
+#include "wn.h"
+
+#include "http_main.h"
+#include "http_connection.h"
+#include "mpm_common.h"
+#include "ap_mpm.h"
+
+HANDLE wn_port;
+int wn_slot;
+
+static volatile LONG connections;
+static HANDLE retire_event;      /* ours: MaxConnectionsPerChild reached */
+static volatile LONG retire_told;
+
+void wn_child_connection_done(void)
+{
+    LONG n = InterlockedIncrement(&connections);
+
+    if (ap_max_requests_per_child && n >= ap_max_requests_per_child
+        && InterlockedExchange(&retire_told, 1) == 0)
+        SetEvent(retire_event);
+}
+
+/* How long stopping may wait for busy connections: httpd's Timeout or
+ * KeepAliveTimeout, whichever is longer (an idle keep-alive connection
+ * holds its worker until then), or GracefulShutdownTimeout if set. */
+static apr_interval_time_t drain_time(void)
+{
+    apr_interval_time_t t = ap_server_conf->timeout;
+
+    if (ap_server_conf->keep_alive_timeout > t)
+        t = ap_server_conf->keep_alive_timeout;
+    if (ap_graceful_shutdown_timeout)
+        t = apr_time_from_sec(ap_graceful_shutdown_timeout);
+    return t + apr_time_from_sec(1);
+}
+
+static void fail_start(const char *what, apr_status_t rv)
+{
+    ap_log_error(APLOG_MARK, APLOG_CRIT, rv, ap_server_conf, WN_TAG
+                 "child %lu: %s; exiting", (unsigned long)wn_my_pid, what);
+    exit(APEXIT_CHILDINIT);
+}
+
+/* Waits for the exit event, the parent's death or (in a child whose
+ * parent we must tell) MaxConnectionsPerChild; ticks the accept back-off. */
+static void serve_until_told(HANDLE exit_event)
+{
+    HANDLE wait[3];
+    int n = 0;
+
+    wait[n++] = exit_event;
+    if (WN_IS_CHILD()) {
+        HANDLE parent = OpenProcess(SYNCHRONIZE, FALSE, wn_parent_pid);
+        if (parent)
+            wait[n++] = parent;
+        else
+            ap_log_error(APLOG_MARK, APLOG_WARNING, apr_get_os_error(),
+                         ap_server_conf, WN_TAG "cannot watch the parent "
+                         "process; this child will not notice if it dies");
+    }
+    for (;;) {
+        DWORD r = WaitForMultipleObjects(n, wait, FALSE, 250);
+
+        if (r == WAIT_TIMEOUT) {
+            wn_accept_tick();
+            continue;
+        }
+        if (r == WAIT_OBJECT_0 + 1)
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, ap_server_conf, WN_TAG
+                         "the parent process died; this child stops");
+        else if (r != WAIT_OBJECT_0)
+            ap_log_error(APLOG_MARK, APLOG_CRIT, apr_get_os_error(),
+                         ap_server_conf, WN_TAG "waiting for the exit event "
+                         "failed; this child stops");
+        return;
+    }
+}
+
+void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
+{
+    apr_pool_t *pchild;
+    apr_status_t rv;
+    int busy;
+
+    wn_slot = WN_IS_CHILD() ? wn_me.slot : 0;
+    apr_pool_create(&pchild, pconf);
+    apr_pool_tag(pchild, "pchild");
+    ap_run_child_init(pchild, ap_server_conf);
+    ap_scoreboard_image->parent[wn_slot].pid = wn_my_pid;
+    ap_scoreboard_image->parent[wn_slot].generation = wn_generation;
+
+    retire_event = WN_IS_CHILD() ? wn_me.retire
+                                 : CreateEventA(NULL, TRUE, FALSE, NULL);
+    wn_port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+    if (!wn_port)
+        fail_start("cannot create the completion port", apr_get_os_error());
+    /* Workers first: AcceptEx completions need someone to take them. */
+    if ((rv = wn_workers_start(pchild, wn_run.threads_per_child)) != APR_SUCCESS)
+        fail_start("cannot start the worker threads", rv);
+    if ((rv = wn_accept_setup(pchild)) != APR_SUCCESS)
+        fail_start("cannot start accepting", rv);
+
+    wn_mpm_state = AP_MPMQ_RUNNING;
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, WN_TAG
+                 "child %lu accepting: %d worker threads, %d AcceptEx per "
+                 "listener, accept sockets %s", (unsigned long)wn_my_pid,
+                 wn_run.threads_per_child, wn_run.accepts,
+                 wn_recycle_method_name());
+    if (WN_IS_CHILD())
+        SetEvent(wn_me.accepting);
+
+    serve_until_told(exit_event);
+
+    wn_mpm_state = AP_MPMQ_STOPPING;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
+                 "child %lu stops accepting; finishing %ld busy connections",
+                 (unsigned long)wn_my_pid, (long)wn_stats.workers_busy);
+    wn_accept_stop();
+    busy = wn_workers_stop(drain_time());
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
+                 "child %lu exiting after %ld connections",
+                 (unsigned long)wn_my_pid, (long)connections);
+    /* Busy workers still use their pools: leave them to the exit. */
+    if (!busy)
+        apr_pool_destroy(pchild);
+}

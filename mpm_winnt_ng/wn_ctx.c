@@ -1,0 +1,95 @@
+/* Connection contexts: an accept socket, its AcceptEx buffer and a
+ * transaction pool.  Free contexts wait on their listener's stack (LIFO:
+ * the most recently used context, its pool pages and socket, are warm).
+ * A context stays with one listener because a recycled socket can only
+ * accept again on a listener of its own address family. */
+#include "wn.h"
+
+#include "mpm_common.h"
+
+SOCKET wn_ctx_new_socket(wn_listener *l)
+{
+    SOCKET s = WSASocketW(l->family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                          WSA_FLAG_OVERLAPPED);
+
+    if (s == INVALID_SOCKET)
+        return s;
+    /* Never inherited by CGI or piped-log children. */
+    SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0);
+    InterlockedIncrement64(&wn_stats.sockets_created);
+    return s;
+}
+
+static wn_ctx *ctx_create(wn_listener *l)
+{
+    apr_pool_t *ptrans;
+    apr_allocator_t *allocator;
+    wn_ctx *ctx;
+    DWORD data = 0;           /* AcceptEx never waits for data */
+
+    /* Each context owns an allocator: a transaction pool never contends
+     * with another thread's. */
+    if (apr_allocator_create(&allocator) != APR_SUCCESS)
+        return NULL;
+    apr_allocator_max_free_set(allocator, ap_max_mem_free);
+    if (apr_pool_create_ex(&ptrans, l->pool, NULL, allocator) != APR_SUCCESS) {
+        apr_allocator_destroy(allocator);
+        return NULL;
+    }
+    apr_allocator_owner_set(allocator, ptrans);
+    apr_pool_tag(ptrans, "transaction");
+    ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        apr_pool_destroy(ptrans);
+        return NULL;
+    }
+    ctx->buf = malloc(data + 2 * WN_ADDR_ROOM);
+    if (!ctx->buf) {
+        free(ctx);
+        apr_pool_destroy(ptrans);
+        return NULL;
+    }
+    ctx->data_room = data;
+    ctx->listener = l;
+    ctx->s = INVALID_SOCKET;
+    ctx->ptrans = ptrans;
+    return ctx;
+}
+
+wn_ctx *wn_ctx_get(wn_listener *l)
+{
+    wn_ctx *ctx;
+
+    AcquireSRWLockExclusive(&l->lock);
+    ctx = l->free;
+    if (ctx)
+        l->free = ctx->next;
+    ReleaseSRWLockExclusive(&l->lock);
+    if (!ctx)
+        ctx = ctx_create(l);
+    if (ctx) {
+        ctx->next = NULL;
+        memset(&ctx->op.ov, 0, sizeof ctx->op.ov);
+        ctx->sock = NULL;
+        ctx->data_len = 0;
+    }
+    return ctx;
+}
+
+void wn_ctx_put(wn_ctx *ctx)
+{
+    wn_listener *l = ctx->listener;
+
+    AcquireSRWLockExclusive(&l->lock);
+    ctx->next = l->free;
+    l->free = ctx;
+    ReleaseSRWLockExclusive(&l->lock);
+}
+
+void wn_ctx_drop_socket(wn_ctx *ctx)
+{
+    if (ctx->s != INVALID_SOCKET)
+        closesocket(ctx->s);
+    ctx->s = INVALID_SOCKET;
+    ctx->recycled = 0;
+}

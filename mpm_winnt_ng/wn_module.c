@@ -1,0 +1,264 @@
+/* mpm_winnt_ng: module record, the MPM hooks and what the MPM reports.
+ * Which process we are (parent, child, or one process with -X) is decided
+ * here; the work is done in wn_parent.c and wn_child.c. */
+#define WN_MODULE_RECORD
+#include "wn.h"
+
+#include "http_main.h"
+#include "mpm_common.h"
+#include "ap_mpm.h"
+#include "apr_strings.h"
+#include "http_core.h"
+
+DWORD wn_parent_pid;
+DWORD wn_my_pid;
+int wn_one_process;
+const char *wn_signal_arg;
+volatile ap_generation_t wn_generation;
+volatile int wn_mpm_state = AP_MPMQ_STARTING;
+apr_pool_t *wn_pconf;
+DWORD wn_stack_flag = STACK_SIZE_PARAM_IS_A_RESERVATION;
+
+/* os/win32/os.h maps exit() through this; the stock MPM defines it (its
+ * service code uses it to hold a console open on errors). */
+AP_DECLARE_DATA int ap_real_exit_code = 1;
+
+static int wn_query(int query_code, int *result, apr_status_t *rv)
+{
+    *rv = APR_SUCCESS;
+    switch (query_code) {
+    case AP_MPMQ_MAX_DAEMON_USED:
+        *result = WN_PROCESS_SLOTS;
+        break;
+    case AP_MPMQ_IS_THREADED:
+        *result = AP_MPMQ_STATIC;
+        break;
+    case AP_MPMQ_IS_FORKED:
+        *result = AP_MPMQ_NOT_SUPPORTED;
+        break;
+    case AP_MPMQ_IS_ASYNC:
+        *result = 0;          /* a worker stays with its connection (#8) */
+        break;
+    case AP_MPMQ_HARD_LIMIT_DAEMONS:
+        *result = WN_PROCESS_SLOTS;
+        break;
+    case AP_MPMQ_HARD_LIMIT_THREADS:
+        *result = wn_run.thread_limit;
+        break;
+    case AP_MPMQ_MAX_THREADS:
+        *result = wn_run.threads_per_child;
+        break;
+    case AP_MPMQ_MIN_SPARE_DAEMONS:
+    case AP_MPMQ_MAX_SPARE_DAEMONS:
+    case AP_MPMQ_MIN_SPARE_THREADS:
+    case AP_MPMQ_MAX_SPARE_THREADS:
+    case AP_MPMQ_MAX_REQUESTS_DAEMON:
+        *result = 0;
+        if (query_code == AP_MPMQ_MAX_REQUESTS_DAEMON)
+            *result = ap_max_requests_per_child;
+        break;
+    case AP_MPMQ_MAX_DAEMONS:
+        *result = 1;
+        break;
+    case AP_MPMQ_MPM_STATE:
+        *result = wn_mpm_state;
+        break;
+    case AP_MPMQ_GENERATION:
+        *result = (int)wn_generation;
+        break;
+    default:
+        *rv = APR_ENOTIMPL;
+        break;
+    }
+    return OK;
+}
+
+static const char *wn_get_name(void)
+{
+    return "WinNT-NG";
+}
+
+/* Runs before httpd parses its own arguments: takes -k (and refuses -n,
+ * since this MPM does not run as a Windows service) and, in a child, reads
+ * the hand-off header from the parent. */
+static void wn_rewrite_args(process_rec *process)
+{
+    const char *pid_env = getenv("AP_PARENT_PID");
+    apr_array_header_t *args;
+    int i;
+
+    wn_pconf = process->pconf;
+    wn_my_pid = GetCurrentProcessId();
+    wn_parent_pid = pid_env ? (DWORD)strtoul(pid_env, NULL, 10) : wn_my_pid;
+
+    if (WN_IS_CHILD()) {
+        ap_real_exit_code = 0;
+        /* The parent's pipe is our stdin; the header carries the
+         * generation, which hooks may query from here on. */
+        if (wn_handoff_read_header() != 0)
+            exit(APEXIT_CHILDINIT);
+        wn_generation = wn_me.generation;
+        return;
+    }
+
+    args = apr_array_make(process->pool, process->argc + 1, sizeof(char *));
+    for (i = 0; i < process->argc; i++) {
+        const char *a = process->argv[i];
+        if (i > 0 && (strcmp(a, "-k") == 0 || strcmp(a, "-n") == 0)) {
+            const char *val = i + 1 < process->argc ? process->argv[i + 1] : NULL;
+            if (!val) {
+                fprintf(stderr, WN_TAG "%s needs a value\n", a);
+                exit(APEXIT_INIT);
+            }
+            if (a[1] == 'n') {
+                fprintf(stderr, WN_TAG "-n %s: running as a Windows service "
+                        "is not supported by this MPM yet; run httpd.exe as a "
+                        "console process (or under a service wrapper)\n", val);
+                exit(APEXIT_INIT);
+            }
+            wn_signal_arg = val;
+            i++;
+            continue;
+        }
+        *(const char **)apr_array_push(args) = a;
+    }
+    if (wn_signal_arg
+        && strcmp(wn_signal_arg, "start") && strcmp(wn_signal_arg, "stop")
+        && strcmp(wn_signal_arg, "shutdown") && strcmp(wn_signal_arg, "restart")
+        && strcmp(wn_signal_arg, "graceful")
+        && strcmp(wn_signal_arg, "graceful-stop")) {
+        fprintf(stderr, WN_TAG "-k %s: unknown; use start, stop, restart, "
+                "graceful or graceful-stop\n", wn_signal_arg);
+        exit(APEXIT_INIT);
+    }
+    if (wn_signal_arg && strcmp(wn_signal_arg, "start") == 0)
+        wn_signal_arg = NULL;
+    *(const char **)apr_array_push(args) = NULL;
+    process->argc = args->nelts - 1;
+    process->argv = (const char * const *)args->elts;
+    if (wn_signal_arg)
+        wn_control_register_signal_server();
+}
+
+static int wn_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                         apr_pool_t *ptemp)
+{
+    wn_pconf = pconf;
+    if (ap_exists_config_define("ONE_PROCESS")
+        || ap_exists_config_define("DEBUG"))
+        wn_one_process = 1;
+    ap_sys_privileges_handlers(1);
+    ap_listen_pre_config();
+    wn_config_pre();
+    return OK;
+}
+
+static int wn_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                           apr_pool_t *ptemp, server_rec *s)
+{
+    return wn_config_check(plog, s);
+}
+
+static int wn_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s)
+{
+    if (WN_IS_CHILD()) {
+        wn_control_console_handler(0);
+        return OK;
+    }
+    wn_control_open(s->process->pool, wn_parent_pid, 1);
+    wn_control_console_handler(1);
+    if (!wn_one_process)
+        ap_log_pid(pconf, ap_pid_fname);
+    return OK;
+}
+
+/* Before core's open_logs (which redirects stderr), so a failure to bind
+ * is seen on the console. */
+static int wn_open_logs(apr_pool_t *p, apr_pool_t *plog, apr_pool_t *ptemp,
+                        server_rec *s)
+{
+    ap_listen_rec *lr;
+
+    if (WN_IS_CHILD())
+        return OK;
+    if (ap_setup_listeners(s) < 1) {
+        ap_log_error(APLOG_MARK, APLOG_ALERT | APLOG_STARTUP, 0, NULL,
+                     WN_TAG "no listening sockets available, shutting down");
+        return !OK;
+    }
+    /* Children get the listeners by WSADuplicateSocket only: never through
+     * handle inheritance (CGI children must not hold them either). */
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        apr_os_sock_t sd;
+        if (lr->sd && apr_os_sock_get(&sd, lr->sd) == APR_SUCCESS)
+            SetHandleInformation((HANDLE)sd, HANDLE_FLAG_INHERIT, 0);
+    }
+    return OK;
+}
+
+static void wn_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    if (!WN_IS_CHILD())
+        return;
+    wn_handoff_attach_scoreboard(s);
+    wn_handoff_read_listeners(s);
+}
+
+static int wn_mpm_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
+{
+    static int started;
+    int restart;
+
+    if (!started && (!WN_IS_CHILD() || wn_one_process)) {
+        if (ap_run_pre_mpm(s->process->pool, SB_SHARED) != OK)
+            return !OK;
+    }
+    started = 1;
+
+    if (WN_IS_CHILD() || wn_one_process) {
+        if (wn_one_process)
+            wn_control_open(s->process->pool, wn_parent_pid, 1);
+        wn_child_main(pconf, wn_one_process ? wn_control_shutdown_event()
+                                            : wn_me.exit_event);
+        return DONE;
+    }
+
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
+                 WN_TAG "%s configured -- resuming normal operations",
+                 ap_get_server_description());
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
+                 WN_TAG "Server built: %s", ap_get_server_built());
+    ap_log_command_line(plog, s);
+    ap_log_mpm_common(s);
+
+    restart = wn_parent_run(s);
+    if (!restart) {
+        ap_remove_pid(pconf, ap_pid_fname);
+        return DONE;
+    }
+    return OK;
+}
+
+static void wn_hooks(apr_pool_t *p)
+{
+    static const char *const before_core[] = { "core.c", NULL };
+
+    ap_hook_pre_config(wn_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_check_config(wn_check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(wn_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_open_logs(wn_open_logs, NULL, before_core, APR_HOOK_REALLY_FIRST);
+    ap_hook_child_init(wn_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_mpm(wn_mpm_run, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_mpm_query(wn_query, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_mpm_get_name(wn_get_name, NULL, NULL, APR_HOOK_MIDDLE);
+    wn_status_register();
+}
+
+AP_DECLARE_MODULE(mpm_winnt_ng) = {
+    MPM20_MODULE_STUFF,
+    wn_rewrite_args,
+    NULL, NULL, NULL, NULL,
+    wn_commands,
+    wn_hooks
+};

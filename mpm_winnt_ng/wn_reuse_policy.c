@@ -1,0 +1,50 @@
+/* Pure recycling policy; see wn_reuse_policy.h. */
+#include "wn_reuse_policy.h"
+
+wn_reuse_method wn_reuse_choose(wn_reuse_mode mode, int tf_ok, int dx_ok)
+{
+    switch (mode) {
+    case WN_REUSE_TRANSMITFILE:
+        return tf_ok ? WN_METHOD_TRANSMITFILE : WN_METHOD_CLOSE;
+    case WN_REUSE_DISCONNECTEX:
+        return dx_ok ? WN_METHOD_DISCONNECTEX : WN_METHOD_CLOSE;
+    case WN_REUSE_AUTO:
+        if (tf_ok)
+            return WN_METHOD_TRANSMITFILE;
+        return dx_ok ? WN_METHOD_DISCONNECTEX : WN_METHOD_CLOSE;
+    case WN_REUSE_OFF:
+    default:
+        return WN_METHOD_CLOSE;
+    }
+}
+
+void wn_reuse_init(wn_reuse_state *st, wn_reuse_method method,
+                   int server_first)
+{
+    st->method = method;
+    st->server_first = method != WN_METHOD_CLOSE && server_first;
+    st->broken_in_a_row = 0;
+    st->disabled = 0;
+}
+
+int wn_reuse_note(wn_reuse_state *st, int recycled_socket, int broke)
+{
+    if (st->disabled || st->method == WN_METHOD_CLOSE)
+        return 0;
+    if (!broke) {
+        if (recycled_socket)
+            st->broken_in_a_row = 0;
+        return 0;
+    }
+    if (!recycled_socket) {
+        /* Fresh sockets break too: clients, not recycling. */
+        st->broken_in_a_row = 0;
+        return 0;
+    }
+    if (++st->broken_in_a_row < WN_REUSE_MAX_BROKEN)
+        return 0;
+    st->disabled = 1;
+    st->method = WN_METHOD_CLOSE;
+    st->server_first = 0;
+    return 1;
+}

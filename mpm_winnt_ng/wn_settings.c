@@ -1,0 +1,81 @@
+/* Pure directive parsing and limit resolution for mpm_winnt_ng. */
+#include "wn_settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int wn_parse_int(const char *arg, int min, int max, int *out)
+{
+    char *end;
+    long v;
+
+    if (!arg || !*arg || isspace((unsigned char)*arg))
+        return -1;
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (*end != '\0')
+        return -1;
+    if (errno == ERANGE || v < min || v > max)
+        return -2;
+    *out = (int)v;
+    return 0;
+}
+
+static int same_word(const char *a, const char *b)
+{
+    while (*a && tolower((unsigned char)*a) == tolower((unsigned char)*b)) {
+        a++;
+        b++;
+    }
+    return *a == '\0' && *b == '\0';
+}
+
+static const char *const reuse_names[] = {
+    "auto", "transmitfile", "disconnectex", "off"
+};
+
+int wn_parse_reuse(const char *arg, wn_reuse_mode *out)
+{
+    int i;
+
+    for (i = 0; arg && i < (int)(sizeof reuse_names / sizeof *reuse_names); i++) {
+        if (same_word(arg, reuse_names[i])) {
+            *out = (wn_reuse_mode)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *wn_reuse_name(wn_reuse_mode mode)
+{
+    if ((int)mode < 0 || mode > WN_REUSE_OFF)
+        return "?";
+    return reuse_names[mode];
+}
+
+const char *wn_resolve(const wn_settings *s, int first_thread_limit,
+                       wn_limits *out, int *changed_limit)
+{
+    int limit = s->thread_limit == WN_UNSET ? WN_DEFAULT_THREAD_LIMIT
+                                            : s->thread_limit;
+
+    *changed_limit = 0;
+    if (first_thread_limit > 0 && limit != first_thread_limit) {
+        *changed_limit = 1;
+        limit = first_thread_limit;
+    }
+    out->thread_limit = limit;
+    out->threads_per_child = s->threads_per_child == WN_UNSET
+        ? (WN_DEFAULT_THREADS_PER_CHILD < limit ? WN_DEFAULT_THREADS_PER_CHILD
+                                                : limit)
+        : s->threads_per_child;
+    if (out->threads_per_child > limit)
+        return "ThreadsPerChild is larger than ThreadLimit: raise ThreadLimit "
+               "(a full stop and start is needed) or lower ThreadsPerChild";
+    out->accepts = s->accepts == WN_UNSET ? WN_DEFAULT_ACCEPTS : s->accepts;
+    out->reuse = s->reuse == WN_UNSET ? WN_REUSE_AUTO : (wn_reuse_mode)s->reuse;
+    return NULL;
+}

@@ -1,0 +1,63 @@
+/* Directive values of mpm_winnt_ng and the limits the server runs with.
+ * Pure logic (no Win32, httpd or APR calls): unit-tested on Linux in
+ * test/unit/check_wn_settings.c. */
+#ifndef WN_SETTINGS_H
+#define WN_SETTINGS_H
+
+#define WN_UNSET (-1)
+
+/* Same defaults and ceilings as stock mpm_winnt. */
+#define WN_DEFAULT_THREADS_PER_CHILD 64
+#define WN_DEFAULT_THREAD_LIMIT 1920
+#define WN_MAX_THREAD_LIMIT 15000
+
+/* AcceptExPending: AcceptEx calls kept posted on each listener. */
+#define WN_DEFAULT_ACCEPTS 32
+#define WN_MAX_ACCEPTS 4096
+
+/* Scoreboard process slots: the serving child and one retiring child
+ * finishing its connections after a restart. */
+#define WN_PROCESS_SLOTS 2
+
+/* AcceptSocketReuse: how a connection's socket is made ready for the next
+ * AcceptEx instead of being closed. */
+typedef enum {
+    WN_REUSE_AUTO = 0,        /* the first method that passes the check */
+    WN_REUSE_TRANSMITFILE,    /* TransmitFile(TF_DISCONNECT|TF_REUSE_SOCKET) */
+    WN_REUSE_DISCONNECTEX,    /* DisconnectEx(TF_REUSE_SOCKET) */
+    WN_REUSE_OFF              /* close every socket (stock behaviour) */
+} wn_reuse_mode;
+
+typedef struct wn_settings {
+    int threads_per_child;    /* WN_UNSET or the directive's value */
+    int thread_limit;
+    int accepts;              /* AcceptExPending */
+    int reuse;                /* wn_reuse_mode, WN_UNSET: auto */
+} wn_settings;
+
+typedef struct wn_limits {
+    int threads_per_child;
+    int thread_limit;         /* fixed at first start-up, as stock */
+    int accepts;
+    wn_reuse_mode reuse;
+} wn_limits;
+
+/* Parses a decimal integer in [min, max] into *out.  Returns 0, or -1 when
+ * arg is not a whole number, -2 when it is out of range. */
+int wn_parse_int(const char *arg, int min, int max, int *out);
+
+/* "auto", "transmitfile", "disconnectex", "off" (any case).  Returns 0 or
+ * -1 for anything else. */
+int wn_parse_reuse(const char *arg, wn_reuse_mode *out);
+const char *wn_reuse_name(wn_reuse_mode mode);
+
+/* Resolves settings into limits.  first_thread_limit is the ThreadLimit
+ * the server started with (0 at first start-up): it cannot change on a
+ * restart because the scoreboard is sized by it.  Returns NULL, or a
+ * message naming the directive that is wrong (the caller fails the start-up
+ * with it).  *changed_limit is set when a restart asked for a different
+ * ThreadLimit (kept, with a warning by the caller). */
+const char *wn_resolve(const wn_settings *s, int first_thread_limit,
+                       wn_limits *out, int *changed_limit);
+
+#endif

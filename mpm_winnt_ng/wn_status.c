@@ -1,0 +1,69 @@
+/* Counters of this child in server-status (?auto: "WinNTNG<Name>: N"),
+ * and log-once. */
+#include "wn.h"
+
+#include "http_protocol.h"
+#include "apr_optional.h"
+#include "apr_strings.h"
+#include "mod_status.h"
+
+wn_counters wn_stats;
+
+static int show_counters(request_rec *r, int flags)
+{
+    static const struct { const char *name; size_t off; } rows[] = {
+        { "Accepted", offsetof(wn_counters, accepted) },
+        { "SocketsCreated", offsetof(wn_counters, sockets_created) },
+        { "SocketsRecycled", offsetof(wn_counters, sockets_recycled) },
+        { "RecycleFailed", offsetof(wn_counters, recycle_failed) },
+        { "AcceptErrors", offsetof(wn_counters, accept_errors) },
+    };
+    size_t i;
+    int pending = 0, emulated = 0;
+    wn_listener *l;
+
+    if (flags & AP_STATUS_SHORT) {
+        for (i = 0; i < sizeof rows / sizeof *rows; i++)
+            ap_rprintf(r, "WinNTNG%s: %" APR_INT64_T_FMT "\n", rows[i].name,
+                       (apr_int64_t)*(volatile LONG64 *)
+                       ((char *)&wn_stats + rows[i].off));
+        for (l = wn_listeners; l; l = l->next) {
+            pending += l->pending;
+            emulated += l->emulated;
+        }
+        ap_rprintf(r, "WinNTNGAcceptExPending: %d\n", pending);
+        ap_rprintf(r, "WinNTNGListenersEmulated: %d\n", emulated);
+        ap_rprintf(r, "WinNTNGRecycleMethod: %s\n", wn_recycle_method_name());
+        ap_rprintf(r, "WinNTNGWorkersBusy: %ld\n", (long)wn_stats.workers_busy);
+        ap_rprintf(r, "WinNTNGChildPid: %lu\n", (unsigned long)wn_my_pid);
+        return OK;
+    }
+    ap_rputs("<h2>mpm_winnt_ng (this child)</h2>\n<table>\n", r);
+    for (i = 0; i < sizeof rows / sizeof *rows; i++)
+        ap_rprintf(r, "<tr><td>%s</td><td>%" APR_INT64_T_FMT "</td></tr>\n",
+                   rows[i].name, (apr_int64_t)*(volatile LONG64 *)
+                   ((char *)&wn_stats + rows[i].off));
+    ap_rprintf(r, "<tr><td>RecycleMethod</td><td>%s</td></tr>\n</table>\n",
+               wn_recycle_method_name());
+    return OK;
+}
+
+void wn_status_register(void)
+{
+    APR_OPTIONAL_HOOK(ap, status_hook, show_counters, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+}
+
+void wn_log_once(volatile LONG *flag, int level, apr_status_t rv,
+                 const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (InterlockedExchange(flag, 1) != 0)
+        return;
+    va_start(ap, fmt);
+    apr_vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ap_log_error(APLOG_MARK, level, rv, ap_server_conf, "%s", msg);
+}

@@ -1,0 +1,212 @@
+/* Unit tests: mpm_winnt_ng's directive parsing, limits, and the accept
+ * socket recycling policy (pure parts, built natively). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wn_settings.h"
+#include "wn_reuse_policy.h"
+#include "check_run.h"
+
+static wn_settings unset(void)
+{
+    wn_settings s = { WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET };
+    return s;
+}
+
+START_TEST(whole_numbers_in_range_parse)
+{
+    int v = -7;
+
+    ck_assert_int_eq(wn_parse_int("64", 1, 100, &v), 0);
+    ck_assert_int_eq(v, 64);
+    ck_assert_int_eq(wn_parse_int("1", 1, 100, &v), 0);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(wn_parse_int("100", 1, 100, &v), 0);
+    ck_assert_int_eq(v, 100);
+}
+END_TEST
+
+START_TEST(garbage_and_out_of_range_are_told_apart)
+{
+    int v = 5;
+
+    ck_assert_int_eq(wn_parse_int("", 1, 100, &v), -1);
+    ck_assert_int_eq(wn_parse_int("12x", 1, 100, &v), -1);
+    ck_assert_int_eq(wn_parse_int(" 12", 1, 100, &v), -1);
+    ck_assert_int_eq(wn_parse_int("1.5", 1, 100, &v), -1);
+    ck_assert_int_eq(wn_parse_int("0", 1, 100, &v), -2);
+    ck_assert_int_eq(wn_parse_int("101", 1, 100, &v), -2);
+    ck_assert_int_eq(wn_parse_int("-3", 1, 100, &v), -2);
+    ck_assert_int_eq(wn_parse_int("99999999999999999999", 1, 100, &v), -2);
+    ck_assert_int_eq(v, 5);               /* untouched on error */
+}
+END_TEST
+
+START_TEST(reuse_modes_parse_in_any_case)
+{
+    wn_reuse_mode m = WN_REUSE_OFF;
+
+    ck_assert_int_eq(wn_parse_reuse("TransmitFile", &m), 0);
+    ck_assert_int_eq(m, WN_REUSE_TRANSMITFILE);
+    ck_assert_int_eq(wn_parse_reuse("disconnectex", &m), 0);
+    ck_assert_int_eq(m, WN_REUSE_DISCONNECTEX);
+    ck_assert_int_eq(wn_parse_reuse("OFF", &m), 0);
+    ck_assert_int_eq(m, WN_REUSE_OFF);
+    ck_assert_int_eq(wn_parse_reuse("auto", &m), 0);
+    ck_assert_int_eq(m, WN_REUSE_AUTO);
+    ck_assert_int_eq(wn_parse_reuse("on", &m), -1);
+    ck_assert_int_eq(wn_parse_reuse("autox", &m), -1);
+    ck_assert_int_eq(wn_parse_reuse("aut", &m), -1);
+    ck_assert_str_eq(wn_reuse_name(WN_REUSE_DISCONNECTEX), "disconnectex");
+}
+END_TEST
+
+START_TEST(defaults_are_stock_mpm_winnt_s)
+{
+    wn_settings s = unset();
+    wn_limits l;
+    int changed = 1;
+
+    ck_assert_ptr_null(wn_resolve(&s, 0, &l, &changed));
+    ck_assert_int_eq(l.threads_per_child, 64);
+    ck_assert_int_eq(l.thread_limit, 1920);
+    ck_assert_int_eq(l.accepts, WN_DEFAULT_ACCEPTS);
+    ck_assert_int_eq(l.reuse, WN_REUSE_AUTO);
+    ck_assert_int_eq(changed, 0);
+}
+END_TEST
+
+START_TEST(threads_above_the_limit_fail_naming_both)
+{
+    wn_settings s = unset();
+    wn_limits l;
+    int changed;
+    const char *err;
+
+    s.threads_per_child = 200;
+    s.thread_limit = 100;
+    err = wn_resolve(&s, 0, &l, &changed);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_ptr_nonnull(strstr(err, "ThreadsPerChild"));
+    ck_assert_ptr_nonnull(strstr(err, "ThreadLimit"));
+    /* a small ThreadLimit alone lowers the default ThreadsPerChild */
+    s.threads_per_child = WN_UNSET;
+    s.thread_limit = 10;
+    ck_assert_ptr_null(wn_resolve(&s, 0, &l, &changed));
+    ck_assert_int_eq(l.threads_per_child, 10);
+}
+END_TEST
+
+START_TEST(thread_limit_is_kept_over_a_restart)
+{
+    wn_settings s = unset();
+    wn_limits l;
+    int changed;
+
+    s.thread_limit = 500;
+    ck_assert_ptr_null(wn_resolve(&s, 300, &l, &changed));
+    ck_assert_int_eq(l.thread_limit, 300);
+    ck_assert_int_eq(changed, 1);
+    s.threads_per_child = 400;            /* fits 500, not the kept 300 */
+    ck_assert_ptr_nonnull(wn_resolve(&s, 300, &l, &changed));
+    s.thread_limit = 300;
+    s.threads_per_child = 300;
+    ck_assert_ptr_null(wn_resolve(&s, 300, &l, &changed));
+    ck_assert_int_eq(changed, 0);
+}
+END_TEST
+
+START_TEST(auto_prefers_transmitfile_then_disconnectex)
+{
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_AUTO, 1, 1), WN_METHOD_TRANSMITFILE);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_AUTO, 0, 1), WN_METHOD_DISCONNECTEX);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_AUTO, 0, 0), WN_METHOD_CLOSE);
+}
+END_TEST
+
+START_TEST(a_forced_method_that_failed_its_check_closes)
+{
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_DISCONNECTEX, 1, 0), WN_METHOD_CLOSE);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_DISCONNECTEX, 0, 1), WN_METHOD_DISCONNECTEX);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_TRANSMITFILE, 0, 1), WN_METHOD_CLOSE);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_TRANSMITFILE, 1, 0), WN_METHOD_TRANSMITFILE);
+    ck_assert_int_eq(wn_reuse_choose(WN_REUSE_OFF, 1, 1), WN_METHOD_CLOSE);
+}
+END_TEST
+
+START_TEST(recycled_sockets_breaking_in_a_row_turn_recycling_off)
+{
+    wn_reuse_state st;
+    int i;
+
+    wn_reuse_init(&st, WN_METHOD_DISCONNECTEX, 1);
+    for (i = 1; i < WN_REUSE_MAX_BROKEN; i++)
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 1);     /* reported once */
+    ck_assert_int_eq(st.method, WN_METHOD_CLOSE);
+    ck_assert_int_eq(st.server_first, 0);
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);
+    ck_assert_int_eq(st.disabled, 1);
+}
+END_TEST
+
+START_TEST(closing_never_claims_the_server_first_path)
+{
+    wn_reuse_state st;
+
+    wn_reuse_init(&st, WN_METHOD_CLOSE, 1);
+    ck_assert_int_eq(st.server_first, 0);
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);  /* nothing to disable */
+    wn_reuse_init(&st, WN_METHOD_TRANSMITFILE, 1);
+    ck_assert_int_eq(st.server_first, 1);
+}
+END_TEST
+
+START_TEST(breaks_interleaved_with_successes_or_fresh_breaks_do_not)
+{
+    wn_reuse_state st;
+    int i;
+
+    wn_reuse_init(&st, WN_METHOD_TRANSMITFILE, 0);
+    for (i = 0; i < 50; i++) {
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 0), 0);  /* recycled, fine */
+    }
+    for (i = 0; i < 50; i++) {
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);
+        ck_assert_int_eq(wn_reuse_note(&st, 0, 1), 0);  /* fresh broke too */
+    }
+    /* fresh sockets working do not reset a recycled streak */
+    for (i = 1; i < WN_REUSE_MAX_BROKEN; i++) {
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);
+        ck_assert_int_eq(wn_reuse_note(&st, 0, 0), 0);
+    }
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 1);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("wn");
+    TCase *tc = tcase_create("settings");
+
+    tcase_add_test(tc, whole_numbers_in_range_parse);
+    tcase_add_test(tc, garbage_and_out_of_range_are_told_apart);
+    tcase_add_test(tc, reuse_modes_parse_in_any_case);
+    tcase_add_test(tc, defaults_are_stock_mpm_winnt_s);
+    tcase_add_test(tc, threads_above_the_limit_fail_naming_both);
+    tcase_add_test(tc, thread_limit_is_kept_over_a_restart);
+    tcase_add_test(tc, auto_prefers_transmitfile_then_disconnectex);
+    tcase_add_test(tc, a_forced_method_that_failed_its_check_closes);
+    tcase_add_test(tc, recycled_sockets_breaking_in_a_row_turn_recycling_off);
+    tcase_add_test(tc, closing_never_claims_the_server_first_path);
+    tcase_add_test(tc, breaks_interleaved_with_successes_or_fresh_breaks_do_not);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run(suite());
+}

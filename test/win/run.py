@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Windows tests: mpm_winnt_ng cross-built (build/win/build.sh) and run
+under wine64.  Prints `win: N passed, N failed, N skipped` last.
+
+    python3 test/win/run.py [-k SUBSTRING] [-v]
+"""
+import argparse
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", action="append", default=[])
+    ap.add_argument("-v", action="store_true")
+    args = ap.parse_args()
+    suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py")
+
+    def flat(s):
+        for t in s:
+            if isinstance(t, unittest.TestSuite):
+                yield from flat(t)
+            else:
+                yield t
+    tests = [t for t in flat(suite) if not args.k or any(k in t.id() for k in args.k)]
+    r = unittest.TextTestRunner(verbosity=2 if args.v else 1).run(
+        unittest.TestSuite(tests))
+    bad = len(r.failures) + len(r.errors)
+    skipped = len(r.skipped)
+    print("win: %d passed, %d failed, %d skipped" % (
+        r.testsRun - bad - skipped, bad, skipped))
+    sys.exit(1 if bad or not r.testsRun else 0)
+
+
+if __name__ == "__main__":
+    main()

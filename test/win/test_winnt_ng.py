@@ -1,0 +1,374 @@
+"""mpm_winnt_ng under wine64, driven by Linux clients (raw sockets, curl,
+ab, wrk).  Each class starts its own cross-built httpd.exe."""
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+from winhttpd import WinHttpd, available, parse_response, winpath
+
+SIZES = {"empty.bin": 0, "one.bin": 1, "small.txt": 500, "mid.bin": 65536,
+         "large.bin": 1 << 20, "huge.bin": 10 << 20}
+
+
+def payload(n, seed):
+    out = bytearray()
+    block = hashlib.sha256(seed.encode()).digest()
+    while len(out) < n:
+        block = hashlib.sha256(block).digest()
+        out += block
+    return bytes(out[:n])
+
+
+def read_responses(sock, count, timeout=30):
+    """Reads `count` HTTP/1.1 responses with Content-Length from sock."""
+    sock.settimeout(timeout)
+    buf = b""
+    out = []
+    while len(out) < count:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise EOFError("closed after %d responses" % len(out))
+            buf += chunk
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+        n = int(m.group(1)) if m else 0
+        while len(rest) < n:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise EOFError("short body")
+            rest += chunk
+        code, hdrs, _ = parse_response(head + b"\r\n\r\n")
+        out.append((code, hdrs, rest[:n]))
+        buf = rest[n:]
+    return out
+
+
+def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
+    cmd = ["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency",
+           "http://127.0.0.1:%d%s" % (port, path)]
+    if close:
+        cmd[1:1] = ["-H", "Connection: close"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    out = r.stdout
+    reqs = int(re.search(r"(\d+) requests in", out).group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                  r"timeout (\d+)", out)
+    errors = sum(map(int, m.groups())) if m else 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    non2xx = int(m.group(1)) if m else 0
+    return reqs, errors, non2xx, out
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng "
+                     "(build/win/build.sh ng)")
+class Serving(unittest.TestCase):
+    """Static files, keep-alive, pipelining, uploads, concurrency."""
+
+    @classmethod
+    def setUpClass(cls):
+        # The kernel's accept queue must hold 1,000 connections at once
+        # (stock mpm_winnt fails ~60 of 3,000 requests with the default too).
+        cls.h = WinHttpd(threads=64, extra="AcceptExPending 16\n"
+                         "LimitRequestBody 0\nListenBacklog 2048")
+        cls.files = {}
+        for name, n in SIZES.items():
+            cls.files[name] = payload(n, name)
+            cls.h.put(name, cls.files[name])
+        cls.h.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.h.stop()
+
+    def test_mpm_name(self):
+        r = self.h.httpd("-V", timeout=60)
+        self.assertIn(b"WinNT-NG", r.stdout, r.stdout + r.stderr)
+
+    def test_static_files_are_byte_identical(self):
+        for name, data in self.files.items():
+            code, hdrs, body = self.h.get("/" + name, timeout=60)
+            self.assertEqual(code, 200, name)
+            self.assertEqual(len(body), len(data), name)
+            self.assertTrue(body == data, name + " differs")
+
+    def test_curl_sees_the_same_bytes(self):
+        out = os.path.join(self.h.dir, "curl.out")
+        r = subprocess.run(["curl", "-sS", "-o", out, "-w", "%{http_code}",
+                            "http://127.0.0.1:%d/huge.bin" % self.h.port],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.stdout, "200", r.stderr)
+        with open(out, "rb") as f:
+            self.assertTrue(f.read() == self.files["huge.bin"])
+
+    def test_keep_alive_serves_many_requests_on_one_connection(self):
+        s = socket.create_connection(("127.0.0.1", self.h.port), timeout=30)
+        try:
+            for i in range(20):
+                name = ["small.txt", "mid.bin", "one.bin"][i % 3]
+                s.sendall(b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % name.encode())
+                [(code, hdrs, body)] = read_responses(s, 1)
+                self.assertEqual(code, 200)
+                self.assertEqual(body, self.files[name])
+        finally:
+            s.close()
+
+    def test_pipelined_requests_come_back_in_order(self):
+        names = ["small.txt", "one.bin", "mid.bin", "small.txt", "empty.bin"]
+        s = socket.create_connection(("127.0.0.1", self.h.port), timeout=30)
+        try:
+            s.sendall(b"".join(b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % n.encode()
+                               for n in names))
+            got = read_responses(s, len(names))
+        finally:
+            s.close()
+        for n, (code, _, body) in zip(names, got):
+            self.assertEqual(code, 200)
+            self.assertEqual(body, self.files[n])
+
+    def test_large_upload_is_read_and_the_connection_stays_usable(self):
+        # The static handler refuses POST but must read the whole body
+        # first; the next request on the connection proves it did.
+        body = payload(20 << 20, "upload")
+        s = socket.create_connection(("127.0.0.1", self.h.port), timeout=60)
+        try:
+            s.sendall(b"POST /small.txt HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body))
+            s.sendall(body)
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            (c1, _, _), (c2, _, b2) = read_responses(s, 2, timeout=120)
+        finally:
+            s.close()
+        self.assertIn(c1, (200, 405))   # static handler: either, body read
+        self.assertEqual(c2, 200)
+        self.assertEqual(b2, self.files["small.txt"])
+
+    def test_a_thousand_concurrent_connections_all_get_served(self):
+        # ab keeps 1,000 connections open at once (one request each)
+        r = subprocess.run(["ab", "-q", "-s", "120", "-n", "3000", "-c", "1000",
+                            "http://127.0.0.1:%d/small.txt" % self.h.port],
+                           capture_output=True, text=True, timeout=600)
+        out = r.stdout + r.stderr
+        self.assertRegex(out, r"Complete requests:\s+3000\b", out)
+        self.assertRegex(out, r"Failed requests:\s+0\b", out)
+        self.assertNotRegex(out, r"Non-2xx responses", out)
+
+    def test_accept_sockets_are_recycled(self):
+        before = self.h.status()
+        reqs, errors, non2xx, out = wrk(self.h.port, seconds=3, conns=8, close=True)
+        after = self.h.status()
+        self.assertEqual(errors + non2xx, 0, out)
+        self.assertEqual(after["WinNTNGRecycleMethod"], "TransmitFile")
+        accepted = int(after["WinNTNGAccepted"]) - int(before["WinNTNGAccepted"])
+        created = int(after["WinNTNGSocketsCreated"]) - int(before["WinNTNGSocketsCreated"])
+        recycled = int(after["WinNTNGSocketsRecycled"]) - int(before["WinNTNGSocketsRecycled"])
+        self.assertGreater(accepted, 100, out)
+        # nearly every connection reused a socket instead of a new one
+        self.assertGreater(recycled, accepted * 0.8, (accepted, recycled, created))
+        self.assertLess(created, accepted * 0.2, (accepted, recycled, created))
+        # Wine now and then refuses to recycle a socket whose client has
+        # already gone (WSAENOTCONN); such a socket is closed instead.
+        failed = int(after["WinNTNGRecycleFailed"]) - int(before["WinNTNGRecycleFailed"])
+        self.assertLess(failed, accepted * 0.05, (accepted, failed))
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")
+class Recycling(unittest.TestCase):
+    """Both recycling paths, and the fallback when a method is broken."""
+
+    def run_load(self, extra, env=None):
+        h = WinHttpd(extra=extra, env=env)
+        h.put("small.txt", payload(500, "small"))
+        h.start()
+        try:
+            reqs, errors, non2xx, out = wrk(h.port, seconds=3, conns=8, close=True)
+            st = h.status()
+            return reqs, errors + non2xx, st, h.error_log(), out
+        finally:
+            h.stop()
+
+    def test_off_closes_every_socket(self):
+        reqs, bad, st, log, out = self.run_load("AcceptSocketReuse off")
+        self.assertEqual(bad, 0, out)
+        self.assertEqual(st["WinNTNGRecycleMethod"], "none")
+        self.assertEqual(st["WinNTNGSocketsRecycled"], "0")
+        self.assertGreaterEqual(int(st["WinNTNGSocketsCreated"]),
+                                int(st["WinNTNGAccepted"]))
+
+    def test_disconnectex_that_breaks_sends_falls_back_to_closing(self):
+        # Wine 8: a socket reused after DisconnectEx accepts, then every
+        # send fails.  The start-up check must notice; no request fails.
+        reqs, bad, st, log, out = self.run_load("AcceptSocketReuse disconnectex")
+        self.assertEqual(bad, 0, out)
+        self.assertGreater(reqs, 50, out)
+        if st["WinNTNGRecycleMethod"] == "DisconnectEx":
+            self.skipTest("DisconnectEx reuse works here (not Wine 8)")
+        self.assertEqual(st["WinNTNGRecycleMethod"], "none")
+        self.assertIn("no method passed the start-up check", log)
+        self.assertEqual(st["WinNTNGSocketsRecycled"], "0")
+
+    def test_transmitfile_forced(self):
+        reqs, bad, st, log, out = self.run_load("AcceptSocketReuse transmitfile")
+        self.assertEqual(bad, 0, out)
+        self.assertEqual(st["WinNTNGRecycleMethod"], "TransmitFile")
+        self.assertGreater(int(st["WinNTNGSocketsRecycled"]), 50)
+
+    def test_shared_listener_path_by_event_wait(self):
+        # What a second child on real Windows takes: the listener belongs
+        # to another process's completion port.
+        reqs, bad, st, log, out = self.run_load(
+            "", env={"MPMNG_WN_EMULATE_ACCEPT": "1"})
+        self.assertEqual(bad, 0, out)
+        self.assertEqual(st["WinNTNGListenersEmulated"], "1")
+        self.assertGreater(reqs, 50, out)
+
+    def test_accept_filter_none_uses_accept(self):
+        reqs, bad, st, log, out = self.run_load("AcceptFilter http none")
+        self.assertEqual(bad, 0, out)
+        self.assertGreater(reqs, 50, out)
+        self.assertEqual(st["WinNTNGSocketsRecycled"], "0")
+
+    def test_accept_filter_data_is_served_as_connect(self):
+        reqs, bad, st, log, out = self.run_load("AcceptFilter http data")
+        self.assertEqual(bad, 0, out)
+        self.assertGreater(reqs, 50, out)
+        self.assertIn("data is served as connect", log)
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")
+class Lifecycle(unittest.TestCase):
+
+    def test_stop_ends_every_process_and_removes_the_pid_file(self):
+        h = WinHttpd()
+        h.put("small.txt", b"x" * 500)
+        h.start()
+        try:
+            pidfile = os.path.join(h.dir, "logs", "httpd.pid")
+            self.assertTrue(os.path.exists(pidfile))
+            r = h.httpd("-k", "stop")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            h.proc.wait(60)
+            deadline = time.time() + 30
+            while h.wine_pids() and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(h.wine_pids(), [])
+            self.assertFalse(os.path.exists(pidfile))
+            with self.assertRaises(OSError):
+                socket.create_connection(("127.0.0.1", h.port), timeout=2)
+        finally:
+            h.kill()
+
+    def test_graceful_restart_under_load(self):
+        # Target: no failed request.  Measured under Wine with wrk: 0-9 read
+        # errors in ~1,500-4,000 requests over 3 restarts (a Python client
+        # making new connections sees none); the cause is not found yet.
+        # Until it is, this test bounds them at 1% and fails on anything
+        # worse (before the hand-over fixes: whole seconds of refusals).
+        h = WinHttpd(threads=64)
+        h.put("small.txt", payload(500, "small"))
+        h.start()
+        try:
+            results = {}
+
+            def load(key, close):
+                results[key] = wrk(h.port, seconds=14, conns=8, close=close)
+            ts = [threading.Thread(target=load, args=(k, k == "close"))
+                  for k in ("close", "keepalive")]
+            for t in ts:
+                t.start()
+            time.sleep(2)
+            pids = set()
+            for i in range(3):
+                pids.add(int(h.status()["WinNTNGChildPid"]))
+                r = h.httpd("-k", "restart")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                time.sleep(3.5)
+            for t in ts:
+                t.join()
+            pids.add(int(h.status()["WinNTNGChildPid"]))
+            for k, (reqs, errors, non2xx, out) in results.items():
+                self.assertGreater(reqs, 100, out)
+                print("graceful restart, %s: %d requests, %d errors, %d non-2xx"
+                      % (k, reqs, errors, non2xx))
+                self.assertEqual(non2xx, 0, k + "\n" + out)
+                self.assertLessEqual(errors, max(2, reqs // 100), k + "\n" + out)
+            self.assertGreaterEqual(len(pids), 3, h.error_log())
+            self.assertIn("stops accepting and finishes", h.error_log())
+        finally:
+            h.stop()
+
+    def test_max_connections_per_child_replaces_the_child_seamlessly(self):
+        h = WinHttpd(extra="MaxConnectionsPerChild 200")
+        h.put("small.txt", payload(500, "small"))
+        h.start()
+        try:
+            first = h.status()["WinNTNGChildPid"]
+            reqs, errors, non2xx, out = wrk(h.port, seconds=6, conns=8, close=True)
+            self.assertEqual(errors + non2xx, 0, out)
+            self.assertGreater(reqs, 400, out)
+            self.assertNotEqual(h.status()["WinNTNGChildPid"], first)
+            self.assertIn("reached MaxConnectionsPerChild", h.error_log())
+        finally:
+            h.stop()
+
+    def test_a_killed_child_is_replaced(self):
+        h = WinHttpd()
+        h.put("small.txt", b"x" * 500)
+        h.start()
+        try:
+            st = h.status()
+            child = int(st["WinNTNGChildPid"])
+            r = subprocess.run(["/usr/lib/wine/wine64", "taskkill", "/F", "/PID",
+                                str(child)], env=__import__("winhttpd").wine_env(),
+                               capture_output=True, timeout=60)
+            deadline = time.time() + 60
+            new = None
+            while time.time() < deadline:
+                try:
+                    new = int(h.status()["WinNTNGChildPid"])
+                    if new != child:
+                        break
+                except (OSError, AssertionError, KeyError, IndexError, ValueError):
+                    pass
+                time.sleep(0.5)
+            self.assertNotEqual(new, child, (r.stdout, r.stderr, h.error_log()))
+            self.assertIn("starting another", h.error_log())
+        finally:
+            h.stop()
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")
+class BadConfig(unittest.TestCase):
+    CASES = [
+        ("ThreadsPerChild lots", "ThreadsPerChild: 'lots' is not a whole number"),
+        ("ThreadsPerChild 0", "ThreadsPerChild: 0 is out of range"),
+        ("AcceptExPending 99999", "AcceptExPending: 99999 is out of range"),
+        ("AcceptSocketReuse sometimes", "AcceptSocketReuse: 'sometimes' is not one of"),
+        ("ThreadLimit 10\nThreadsPerChild 20",
+         "ThreadsPerChild is larger than ThreadLimit"),
+    ]
+
+    def test_bad_values_fail_at_start_up_naming_the_directive(self):
+        h = WinHttpd()
+        try:
+            for extra, message in self.CASES:
+                h.write_conf(extra)
+                r = h.httpd("-t", timeout=60)
+                text = (r.stdout + r.stderr).decode(errors="replace")
+                self.assertNotEqual(r.returncode, 0, extra)
+                self.assertIn(message, text, extra)
+            h.write_conf("AcceptSocketReuse off\nAcceptExPending 4")
+            r = h.httpd("-t", timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            h.kill()
+
+
+if __name__ == "__main__":
+    unittest.main()
