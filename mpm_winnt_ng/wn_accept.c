@@ -89,7 +89,10 @@ static int post_one(wn_listener *l)
         if (!ctx->event && !(ctx->event = CreateEventA(NULL, FALSE, FALSE, NULL)))
             goto failed_early;
         ResetEvent(ctx->event);
-        ctx->op.ov.hEvent = ctx->event;
+        /* The low bit keeps the completion off the port the shared socket
+         * is associated with: that port belongs to another child, which
+         * would take our OVERLAPPED pointer for one of its own. */
+        ctx->op.ov.hEvent = (HANDLE)((ULONG_PTR)ctx->event | 1);
         if (!RegisterWaitForSingleObject(&ctx->wait, ctx->event,
                                          accept_signalled, ctx, INFINITE,
                                          WT_EXECUTEONLYONCE

@@ -265,11 +265,9 @@ class Lifecycle(unittest.TestCase):
             h.kill()
 
     def test_graceful_restart_under_load(self):
-        # Target: no failed request.  Measured under Wine with wrk: 0-9 read
-        # errors in ~1,500-4,000 requests over 3 restarts (a Python client
-        # making new connections sees none); the cause is not found yet.
-        # Until it is, this test bounds them at 1% and fails on anything
-        # worse (before the hand-over fixes: whole seconds of refusals).
+        # No failed request.  The read errors once seen here (0-9 per run)
+        # came from the second child's AcceptEx completions being queued to
+        # the first child's port (the shared socket's association).
         h = WinHttpd(threads=64)
         h.put("small.txt", payload(500, "small"))
         h.start()
@@ -297,7 +295,7 @@ class Lifecycle(unittest.TestCase):
                 print("graceful restart, %s: %d requests, %d errors, %d non-2xx"
                       % (k, reqs, errors, non2xx))
                 self.assertEqual(non2xx, 0, k + "\n" + out)
-                self.assertLessEqual(errors, max(2, reqs // 100), k + "\n" + out)
+                self.assertEqual(errors, 0, k + "\n" + out)
             self.assertGreaterEqual(len(pids), 3, h.error_log())
             self.assertIn("stops accepting and finishes", h.error_log())
         finally:
@@ -360,9 +358,15 @@ class BadConfig(unittest.TestCase):
             for extra, message in self.CASES:
                 h.write_conf(extra)
                 r = h.httpd("-t", timeout=60)
+                if not (r.stdout + r.stderr).strip():
+                    # Seen once in CI: wine64 exited non-zero having printed
+                    # nothing at all (not httpd's exit); ask again.
+                    print("BadConfig: %r: no output (exit %d); retrying"
+                          % (extra, r.returncode))
+                    r = h.httpd("-t", timeout=60)
                 text = (r.stdout + r.stderr).decode(errors="replace")
                 self.assertNotEqual(r.returncode, 0, extra)
-                self.assertIn(message, text, extra)
+                self.assertIn(message, text, "%s (exit %d)" % (extra, r.returncode))
             h.write_conf("AcceptSocketReuse off\nAcceptExPending 4")
             r = h.httpd("-t", timeout=60)
             self.assertEqual(r.returncode, 0, r.stderr)
