@@ -26,7 +26,7 @@ WARN   := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wpointer-arith \
           -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
           -Wno-format-nonliteral
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = $(CFLAGS) $(WARN) -fPIC -pthread $(SANFLAGS) \
+ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -pthread $(SANFLAGS) \
              -I$(HTTPD_INC) $(APR_CPPFLAGS) -Iinclude -MMD -MP
 
 RP_SRCS := $(wildcard mpm_reuseport/*.c)
@@ -40,7 +40,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit integration regress deps demo demo-stop install \
-        uninstall bench clean win win-check win-bench FORCE
+        uninstall bench clean win win-check win-bench deb intree FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -54,10 +54,10 @@ $(OBJ)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(RP_SO): $(RP_OBJS) $(OUT)/.variant
-	$(CC) -shared -pthread $(SANFLAGS) -o $@ $(RP_OBJS)
+	$(CC) -shared -pthread $(SANFLAGS) $(LDFLAGS) -o $@ $(RP_OBJS)
 
 $(FHC_SO): $(FHC_OBJS) $(OUT)/.variant
-	$(CC) -shared -pthread $(SANFLAGS) -o $@ $(FHC_OBJS)
+	$(CC) -shared -pthread $(SANFLAGS) $(LDFLAGS) -o $@ $(FHC_OBJS)
 
 # Unit tests (Check) for the platform-neutral pieces.
 $(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
@@ -83,7 +83,7 @@ unit: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh base test regress fhcache win
+	@build/deps.sh base test regress fhcache intree deb win
 
 integration: all
 	python3 test/run_integration.py
@@ -111,6 +111,18 @@ uninstall:
 bench: all
 	@build/deps.sh base bench
 	python3 bench/run.py $(BENCH_ARGS)
+
+# Debian packages (libapache2-mod-mpm-reuseport, libapache2-mod-fhcache)
+# into out/deb/, checked with lintian.
+deb:
+	@build/deps.sh deb
+	build/deb/build.sh
+
+# httpd built from Debian's apache2 source with mpm-ng in its tree
+# (build/intree/install.sh), static and shared MPM, tested (out/intree/).
+intree:
+	@build/deps.sh base test intree
+	test/intree/run.sh
 
 # Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare),
 # cross-built with mingw-w64 into build/win/out/, tested under wine64.

@@ -250,6 +250,50 @@ static void keep_first_limits(server_rec *s)
     }
 }
 
+/* On a restart the scoreboard keeps the size it was made with: a raised
+ * ServerLimit or ThreadLimit waits for a stop and start, and what no longer
+ * fits under the kept limits is lowered with a warning, as stock MPMs do;
+ * failing here would stop a running server over a value -t accepted. */
+static void fit_first_limits(rp_settings *conf, server_rec *s)
+{
+    int sl = rp_state->first_server_limit, tl = rp_state->first_thread_limit;
+    int tpc;
+
+    if (conf->server_limit != RP_UNSET && conf->server_limit > sl) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                     "ServerLimit %d needs a stop and start; keeping %d "
+                     "until then", conf->server_limit, sl);
+    }
+    if (conf->thread_limit != RP_UNSET && conf->thread_limit > tl) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                     "ThreadLimit %d needs a stop and start; keeping %d "
+                     "until then", conf->thread_limit, tl);
+    }
+    if (conf->server_limit == RP_UNSET || conf->server_limit > sl) {
+        conf->server_limit = sl;
+    }
+    if (conf->thread_limit == RP_UNSET || conf->thread_limit > tl) {
+        conf->thread_limit = tl;
+    }
+    tpc = conf->threads_per_child != RP_UNSET ? conf->threads_per_child
+                                              : RP_DEFAULT_THREADS_PER_CHILD;
+    if (tpc > tl) {
+        if (conf->threads_per_child != RP_UNSET) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                         "ThreadsPerChild %d lowered to the running "
+                         "ThreadLimit %d until a stop and start", tpc, tl);
+        }
+        conf->threads_per_child = tpc = tl;
+    }
+    if (conf->max_workers != RP_UNSET && conf->max_workers > sl * tpc) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                     "MaxRequestWorkers %d lowered to %d (the running "
+                     "ServerLimit %d x ThreadsPerChild %d) until a stop and "
+                     "start", conf->max_workers, sl * tpc, sl, tpc);
+        conf->max_workers = sl * tpc;
+    }
+}
+
 int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                     server_rec *s)
 {
@@ -264,15 +308,7 @@ int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     (void)plog;
     (void)ptemp;
     if (rp_state->first_server_limit) {
-        /* Resolve against the limits the scoreboard was made with. */
-        if (conf.server_limit == RP_UNSET
-            || conf.server_limit > rp_state->first_server_limit) {
-            conf.server_limit = rp_state->first_server_limit;
-        }
-        if (conf.thread_limit == RP_UNSET
-            || conf.thread_limit > rp_state->first_thread_limit) {
-            conf.thread_limit = rp_state->first_thread_limit;
-        }
+        fit_first_limits(&conf, s);
     }
     if (rp_one_process) {
         conf.buckets = 1;

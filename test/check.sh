@@ -51,6 +51,12 @@ fi
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
 
+# One check whose exit status is its result.
+count_rc() { if [ "$1" -eq 0 ]; then add 1 0; else add 0 1; fi; }
+
+stage docs python3 test/docs/check_docs.py
+count_rc $?
+
 stage integration python3 test/run_integration.py
 count_plain "$LOG/integration.log" || add 0 1
 
@@ -59,6 +65,22 @@ if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
 else
     stage regress test/regress/run.sh event reuseport
     count_plain "$LOG/regress.log" || add 0 1
+fi
+
+# httpd built from Debian's source with mpm-ng in its tree, and the Debian
+# packages installed on this machine's apache2.  Not sanitizer runs: these
+# build their own binaries.
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_INTREE:-}" = 1 ]; then
+    echo "=== intree: skipped${SAN:+ (SANITIZE)}"
+else
+    stage intree test/intree/run.sh
+    count_plain "$LOG/intree.log" || add 0 1
+fi
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_DEB:-}" = 1 ]; then
+    echo "=== deb: skipped${SAN:+ (SANITIZE)}"
+else
+    stage deb test/deb/run.sh
+    count_plain "$LOG/deb.log" || add 0 1
 fi
 
 # Windows: cross-build (cached by input hash) and run under wine64.  Not

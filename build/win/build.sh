@@ -116,31 +116,12 @@ ensure_wineprefix() {  # gen_test_char runs under wine during the build
   fi
 }
 
-ensure_deb_src() {  # apt-get source needs deb-src entries
-  local f=/etc/apt/sources.list.d/debian.sources
-  if grep -qs '^Types:.*deb-src' "$f" || grep -qs '^deb-src ' /etc/apt/sources.list; then return 0; fi
-  [ "$(id -u)" = 0 ] || die "no deb-src entries in apt sources; as root: sed -i 's/^Types: deb\$/Types: deb deb-src/' $f && apt-get update"
-  [ -f "$f" ] || die "no deb-src entries and no $f to add them to"
-  echo "build.sh: enabling deb-src in $f"
-  sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
-  apt-get update -qq
-}
-
 fetch_sources() {
-  local line pkg tarball sum fetched=0
-  mkdir -p "$SRC"
+  local line pkg tarball sum
   for line in "${SOURCES[@]}"; do
     read -r pkg tarball sum <<<"$line"
-    if [ ! -f "$SRC/$tarball" ]; then
-      [ $fetched = 1 ] || ensure_deb_src
-      fetched=1
-      echo "build.sh: fetching source package $pkg into $SRC"
-      (cd "$SRC" && apt-get source --download-only "$pkg" >>"$LOGS/fetch.log" 2>&1) \
-        || { tail -n 20 "$LOGS/fetch.log" >&2; die "apt-get source --download-only $pkg failed"; }
-      [ -f "$SRC/$tarball" ] || die "$pkg: $tarball not found after download"
-    fi
-    echo "$sum  $SRC/$tarball" | sha256sum -c --quiet - >/dev/null 2>&1 \
-      || die "sha256 mismatch for $SRC/$tarball (expected $sum)"
+    "$HERE/../fetch-source.sh" "$SRC" "$pkg" "$tarball" "$sum" "$LOGS/fetch.log" \
+      || die "cannot fetch $pkg"
   done
 }
 

@@ -7,6 +7,7 @@ import time
 import unittest
 
 from common import (CGI_SLOW, HttpdTestCase, IS_REUSEPORT, ResponseReader, Wrk, connect,
+                    http_get,
                     line_count, listeners, mpm_directives, parallel_gets, pid_counts,
                     request_bytes, reset_delta, reuseport_only, run_ab, ss_lines,
                     tcp_counters)
@@ -303,6 +304,32 @@ class BucketChange(HttpdTestCase):
         if problems:
             self.fail("changing the bucket count by graceful restart:\n  - "
                       + "\n  - ".join(problems))
+
+
+class RaisedLimits(HttpdTestCase):
+    @reuseport_only
+    def test_restart_with_raised_limits_keeps_serving(self):
+        """ServerLimit/ThreadLimit size the scoreboard, so a graceful restart
+        cannot raise them; a configuration that raises them together with
+        ThreadsPerChild and MaxRequestWorkers passes -t, and must not stop
+        the running server: the new values are lowered to fit, with a
+        warning, until a stop and start."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, thread_limit=16,
+                                      threads=8, max_workers=32, min_spare=8, max_spare=32),
+                       files={"index.html": "fits\n"})
+        h.wait_children(2)
+        h.directives = mpm_directives(buckets=2, start=2, server_limit=8, thread_limit=64,
+                                      threads=40, max_workers=320, min_spare=8,
+                                      max_spare=320)
+        self.assertEqual(h.configtest().returncode, 0)
+        for restart in (h.graceful, h.graceful):
+            restart()
+            self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"fits\n")
+        log = h.log()
+        self.assertIn("ThreadLimit 64 needs a stop and start; keeping 16", log)
+        self.assertIn("ServerLimit 8 needs a stop and start; keeping 4", log)
+        self.assertIn("ThreadsPerChild 40 lowered to the running ThreadLimit 16", log)
+        self.assertIn("MaxRequestWorkers 320 lowered to 64", log)
 
 
 class Restart(HttpdTestCase):

@@ -303,8 +303,11 @@ class BucketStatus(HttpdTestCase):
                     st = h.status(timeout=1)    # may hash to the stopped bucket
                 except OSError:
                     continue
-                # Sampled about once a second: wait for the whole backlog.
-                if any(int(st["ReusePortBucket%dQueued" % b]) >= 3 for b in (0, 1)):
+                # Sampled about once a second: wait for the whole backlog,
+                # and for a sample that did not catch one of the running
+                # bucket's connections on its way through the queue.
+                q = sorted(int(st["ReusePortBucket%dQueued" % b]) for b in (0, 1))
+                if q[0] == 0 and q[1] >= 3:
                     break
                 time.sleep(0.3)
             self.assertIsNotNone(st, "no status answer from the running child")
@@ -479,9 +482,13 @@ class ChildrenPerBucket(HttpdTestCase):
             self.assertEqual(sum(per), conns, (per, out[:500]))
         msg = "connections per child, 3 bursts: %s" % spreads
         print("\n    " + msg, end=" ")
+        # A paused child resumes when connections wait while its siblings
+        # take none (their workers all busy in the burst), so it may end a
+        # few above its pause point: bound at a quarter above the share.
+        # Without balancing, bursts here reach 51-115 (most runs above 60).
         share = conns // kids_n
         for per in spreads:
-            self.assertLessEqual(max(per), share + share // 8 + 4, msg)
+            self.assertLessEqual(max(per), share + share // 4 + 4, msg)
 
     @reuseport_only
     def test_bad_children_per_bucket_rejected(self):

@@ -18,7 +18,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # elsewhere (make OUT=DIR ...).
 OUT = os.path.abspath(os.environ.get("MPMNG_OUT") or os.path.join(ROOT, "out"))
 APACHE2 = os.environ.get("APACHE2", "/usr/sbin/apache2")
-SYSMODS = "/usr/lib/apache2/modules"
+# httpd's own modules; an httpd built from source has its own (test/intree).
+SYSMODS = os.environ.get("MPMNG_SYSMODS", "/usr/lib/apache2/modules")
+# An MPM linked into APACHE2 (./configure --with-mpm=NAME): never loaded.
+STATIC_MPM = os.environ.get("MPMNG_STATIC_MPM", "")
 
 # MPM name -> (module symbol, .so path).  Ours are looked up in out/.
 MPMS = {
@@ -186,8 +189,9 @@ class Httpd:
             "ScoreBoardFile %s/run/scoreboard" % self.dir,
             "ErrorLog %s" % self.errlog,
             "LogLevel warn",
-            "LoadModule %s %s" % (sym, path),
         ]
+        if sym != "mpm_%s_module" % STATIC_MPM:
+            lines.append("LoadModule %s %s" % (sym, path))
         for m in self.modules:
             lines.append("LoadModule %s_module %s/mod_%s.so" % (m, SYSMODS, m))
         if os.geteuid() == 0:

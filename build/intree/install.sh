@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Drops mpm-ng into an httpd 2.4 source tree (e.g. Debian's: apt-get source
+# apache2) and regenerates its configure script:
+#
+#   build/intree/install.sh /path/to/httpd-2.4.x
+#   cd /path/to/httpd-2.4.x
+#   ./configure --with-mpm=reuseport --enable-fhcache ...   # MPM linked in
+#   ./configure --enable-mpms-shared=all --enable-fhcache ... # MPM as a .so
+#
+# It puts mpm_reuseport in server/mpm/reuseport/ (with ../../config.m4 and
+# build/intree/mpm_reuseport/) and mod_fhcache in modules/fhcache/, then runs
+# ./buildconf against the system's APR (apr-1-config) unless the tree has
+# srclib/apr.  Needs autoconf, automake, libtool, python3 and APR's
+# development files.  Run again after updating mpm-ng.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/build/intree
+die() { echo "intree: $*" >&2; exit 1; }
+
+[ $# -eq 1 ] || die "usage: $0 HTTPD_SOURCE_DIR"
+src=$(cd "$1" && pwd) || die "$1: no such directory"
+[ -f "$src/include/ap_mmn.h" ] && [ -d "$src/server/mpm" ] && [ -x "$src/buildconf" ] \
+    || die "$src does not look like an httpd source tree (no include/ap_mmn.h, server/mpm or buildconf)"
+grep -q '#define AP_SERVER_MAJORVERSION_NUMBER 2' "$src/include/ap_release.h" \
+    && grep -q '#define AP_SERVER_MINORVERSION_NUMBER 4' "$src/include/ap_release.h" \
+    || die "$src is not httpd 2.4"
+
+# $1 = our source dir, $2 = destination in the tree, $3.. = glue files
+place() {
+    local from=$top/$1 to=$src/$2
+    shift 2
+    rm -rf "$to"
+    mkdir -p "$to"
+    cp "$from"/*.c "$from"/*.h "$to"/
+    cp "$@" "$to"/
+    echo "intree: $(ls "$to"/*.c | wc -l) sources and glue in $to"
+}
+place mpm_reuseport server/mpm/reuseport \
+    "$top/config.m4" "$here/mpm_reuseport/config3.m4" "$here/mpm_reuseport/Makefile.in"
+place mod_fhcache modules/fhcache \
+    "$here/mod_fhcache/config.m4" "$here/mod_fhcache/Makefile.in"
+
+cd "$src"
+if [ -f srclib/apr/build/apr_common.m4 ]; then
+    args=()
+else
+    apr=$(command -v apr-1-config) || die "no apr-1-config: install libapr1-dev (or put APR's source in srclib/apr)"
+    apu=$(command -v apu-1-config) || die "no apu-1-config: install libaprutil1-dev"
+    args=(--with-apr="$apr" --with-apr-util="$apu")
+fi
+log=$(mktemp)
+if ! ./buildconf "${args[@]}" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "./buildconf failed in $src"
+fi
+rm -f "$log"
+grep -q 'reuseport' configure || die "configure does not know the reuseport MPM after buildconf"
+echo "intree: configure regenerated; now: ./configure --with-mpm=reuseport --enable-fhcache"

@@ -1,0 +1,20 @@
+dnl mod_fhcache (mpm-ng) in httpd's build: --enable-fhcache (shared when
+dnl httpd builds shared modules).  Linux only: it is told of changes by
+dnl inotify.  The object list is mod_fhcache/*.c;
+dnl test/build/check_build_files.py keeps it in step.
+
+APACHE_MODPATH_INIT(fhcache)
+
+APACHE_MODULE(fhcache, [static files served from cached open descriptors (mpm-ng)],
+              [fhc_bucket.lo fhc_cache.lo fhc_child.lo fhc_config.lo fhc_fill.lo fhc_serve.lo fhc_status.lo fhc_tally.lo fhc_watch_inotify.lo fhc_watchset.lo mod_fhcache.lo], , no, [
+    case $host in
+        *-linux-*)
+            ;;
+        *)
+            AC_MSG_WARN([mod_fhcache needs Linux (inotify); not building it])
+            enable_fhcache=no
+            ;;
+    esac
+])
+
+APACHE_MODPATH_FINISH

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Run by test/deb/run.sh inside `unshare --mount --net`: a private copy of
+# /etc/apache2 and of the runtime directories, loopback only.  $1 = scratch
+# directory.  Prints "ok: ..." / "FAILED: ..." lines.
+set -uo pipefail
+tmp=$1
+ok() { echo "ok: $1"; }
+bad() { echo "FAILED: $1"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+mount --make-rprivate / || { bad "cannot make mounts private"; exit 1; }
+ip link set lo up || { bad "cannot bring up lo in the namespace"; exit 1; }
+cp -a /etc/apache2 "$tmp/etc-apache2"
+mount --bind "$tmp/etc-apache2" /etc/apache2
+for d in /run/apache2 /var/log/apache2 /var/lock/apache2 /var/www/html; do
+    mkdir -p "$d" && mount -t tmpfs tmpfs "$d"
+done
+chmod 755 /var/www/html
+head -c 20000 /dev/urandom > /var/www/html/file.bin
+chmod 644 /var/www/html/file.bin
+
+set +u   # envvars reads variables that may be unset
+. /etc/apache2/envvars
+set -u
+export APACHE_LOG_DIR=/var/log/apache2
+ctl() { /usr/sbin/apache2 -k "$1"; }
+status() { curl -s --max-time 5 "http://127.0.0.1/server-status?auto"; }
+wait_for() {  # $1 = seconds, rest = command
+    local n=$(( $1 * 10 )); shift
+    while [ $n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
+    return 1
+}
+same_body() { curl -s --max-time 5 -o "$tmp/got" http://127.0.0.1/file.bin && cmp -s "$tmp/got" /var/www/html/file.bin; }
+
+# Whatever MPM the machine's apache2 has enabled goes, as an operator would.
+for m in mpm_event mpm_worker mpm_prefork; do a2dismod -q "$m" >/dev/null 2>&1; done
+check "a2enmod mpm_reuseport fhcache" a2enmod -q mpm_reuseport fhcache status
+check "apache2 -t accepts the configuration" /usr/sbin/apache2 -t
+ctl start
+check "apache2 starts and serves with mpm_reuseport" wait_for 20 bash -c "curl -s --max-time 2 http://127.0.0.1/server-status?auto | grep -q '^ReusePortBuckets:'"
+# Each child has its cache: enough requests that some child sees the file twice.
+check "a static file comes back byte-identical, 8 times" \
+    bash -c "$(declare -f same_body); tmp=$tmp; for i in 1 2 3 4 5 6 7 8; do same_body || exit 1; done"
+check "server-status shows the cache served a hit (totals: within a second)" \
+    wait_for 5 bash -c "curl -s --max-time 2 http://127.0.0.1/server-status?auto | grep -Eq '^FHCacheTotalHits: [1-9]'"
+gen0=$(status | sed -n 's/^ParentServerConfigGeneration: //p')
+ctl restart
+check "apache2 -k restart: a new generation serves" wait_for 20 bash -c \
+    "g=\$(curl -s --max-time 2 http://127.0.0.1/server-status?auto | sed -n 's/^ParentServerConfigGeneration: //p'); [ -n \"\$g\" ] && [ \"\$g\" != '$gen0' ]"
+check "after the restart the file is still served" \
+    bash -c "$(declare -f same_body); tmp=$tmp; same_body"
+ctl stop
+check "apache2 -k stop: the server is gone" wait_for 20 bash -c "! curl -s --max-time 1 http://127.0.0.1/ >/dev/null"
+grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" || ok "no emerg/alert/crit in error.log"
+cp /var/log/apache2/error.log "$tmp/error.log" 2>/dev/null
+exit 0
