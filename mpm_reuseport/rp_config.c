@@ -231,52 +231,42 @@ static int online_cpus(void)
 }
 
 /* ServerLimit and ThreadLimit size the scoreboard, which lives for the whole
- * server; a graceful restart cannot change them. */
-static void keep_first_limits(server_rec *s)
+ * server: the first configuration's values are kept by every restart. */
+static void remember_first_limits(void)
 {
     if (!rp_state->first_server_limit) {
         rp_state->first_server_limit = rp_lim.server_limit;
         rp_state->first_thread_limit = rp_lim.thread_limit;
-        return;
-    }
-    if (rp_lim.server_limit != rp_state->first_server_limit
-        || rp_lim.thread_limit != rp_state->first_thread_limit) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
-                     "ServerLimit/ThreadLimit changes need a full restart; "
-                     "keeping %d/%d", rp_state->first_server_limit,
-                     rp_state->first_thread_limit);
-        rp_lim.server_limit = rp_state->first_server_limit;
-        rp_lim.thread_limit = rp_state->first_thread_limit;
     }
 }
 
-/* On a restart the scoreboard keeps the size it was made with: a raised
- * ServerLimit or ThreadLimit waits for a stop and start, and what no longer
- * fits under the kept limits is lowered with a warning, as stock MPMs do;
- * failing here would stop a running server over a value -t accepted. */
+/* A restart's limit: the running one; a different configured value waits
+ * for a stop and start (said once per restart). */
+static int keep_limit(const char *name, int configured, int running,
+                      server_rec *s)
+{
+    if (configured != RP_UNSET && configured != running) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
+                     "%s %d needs a stop and start; keeping %d until then",
+                     name, configured, running);
+    }
+    return running;
+}
+
+/* On a restart, what no longer fits under the kept limits is lowered with
+ * a warning, as stock MPMs do: failing here would stop a running server
+ * over a value -t accepted. */
 static void fit_first_limits(rp_settings *conf, server_rec *s)
 {
-    int sl = rp_state->first_server_limit, tl = rp_state->first_thread_limit;
-    int tpc;
+    int sl = keep_limit("ServerLimit", conf->server_limit,
+                        rp_state->first_server_limit, s);
+    int tl = keep_limit("ThreadLimit", conf->thread_limit,
+                        rp_state->first_thread_limit, s);
+    int tpc = conf->threads_per_child != RP_UNSET
+              ? conf->threads_per_child : RP_DEFAULT_THREADS_PER_CHILD;
 
-    if (conf->server_limit != RP_UNSET && conf->server_limit > sl) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
-                     "ServerLimit %d needs a stop and start; keeping %d "
-                     "until then", conf->server_limit, sl);
-    }
-    if (conf->thread_limit != RP_UNSET && conf->thread_limit > tl) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
-                     "ThreadLimit %d needs a stop and start; keeping %d "
-                     "until then", conf->thread_limit, tl);
-    }
-    if (conf->server_limit == RP_UNSET || conf->server_limit > sl) {
-        conf->server_limit = sl;
-    }
-    if (conf->thread_limit == RP_UNSET || conf->thread_limit > tl) {
-        conf->thread_limit = tl;
-    }
-    tpc = conf->threads_per_child != RP_UNSET ? conf->threads_per_child
-                                              : RP_DEFAULT_THREADS_PER_CHILD;
+    conf->server_limit = sl;
+    conf->thread_limit = tl;
     if (tpc > tl) {
         if (conf->threads_per_child != RP_UNSET) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, RP_LOG_TAG
@@ -323,6 +313,6 @@ int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
         ap_log_error(APLOG_MARK, APLOG_WARNING | (startup ? APLOG_STARTUP : 0),
                      0, startup ? NULL : s, RP_LOG_TAG "%s", notes.text[i]);
     }
-    keep_first_limits(s);
+    remember_first_limits();
     return OK;
 }

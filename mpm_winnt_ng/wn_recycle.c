@@ -20,6 +20,7 @@ LPFN_DISCONNECTEX wn_DisconnectEx;
 
 static wn_reuse_state reuse;
 static SRWLOCK reuse_lock = SRWLOCK_INIT;
+static volatile LONG reuse_trusted;    /* no more checks: see wn_reuse_needs_check */
 static volatile LONG log_disabled, log_failed;
 
 static void *extension(SOCKET s, GUID id)
@@ -261,14 +262,21 @@ static wn_reuse_method current_method(int *server_first)
 
 int wn_recycle_check_reused(wn_ctx *ctx)
 {
+    int broke, disabled_now;
+    apr_status_t err;
+
+    /* Once the method has proved itself, serve without the check (no
+     * syscall, no lock per connection). */
+    if (reuse_trusted)
+        return 0;
     /* A zero-length send fails at once on a socket whose reuse left it
      * unable to send (Wine's DisconnectEx), and costs nothing otherwise. */
-    int broke = send(ctx->s, "", 0, 0) == SOCKET_ERROR;
-    apr_status_t err = broke ? apr_get_netos_error() : APR_SUCCESS;
-    int disabled_now;
-
+    broke = send(ctx->s, "", 0, 0) == SOCKET_ERROR;
+    err = broke ? apr_get_netos_error() : APR_SUCCESS;
     AcquireSRWLockExclusive(&reuse_lock);
     disabled_now = wn_reuse_note(&reuse, 1, broke);
+    if (!wn_reuse_needs_check(&reuse))
+        InterlockedExchange(&reuse_trusted, 1);
     ReleaseSRWLockExclusive(&reuse_lock);
     if (disabled_now)
         wn_log_once(&log_disabled, APLOG_WARNING, err, WN_TAG

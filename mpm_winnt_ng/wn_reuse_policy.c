@@ -24,6 +24,8 @@ void wn_reuse_init(wn_reuse_state *st, wn_reuse_method method,
     st->method = method;
     st->server_first = method != WN_METHOD_CLOSE && server_first;
     st->broken_in_a_row = 0;
+    st->good_in_a_row = 0;
+    st->trusted = 0;
     st->disabled = 0;
 }
 
@@ -32,10 +34,14 @@ int wn_reuse_note(wn_reuse_state *st, int recycled_socket, int broke)
     if (st->disabled || st->method == WN_METHOD_CLOSE)
         return 0;
     if (!broke) {
-        if (recycled_socket)
+        if (recycled_socket) {
             st->broken_in_a_row = 0;
+            if (++st->good_in_a_row >= WN_REUSE_TRUST_AFTER)
+                st->trusted = 1;
+        }
         return 0;
     }
+    st->good_in_a_row = 0;
     if (!recycled_socket) {
         /* Fresh sockets break too: clients, not recycling. */
         st->broken_in_a_row = 0;
@@ -47,4 +53,11 @@ int wn_reuse_note(wn_reuse_state *st, int recycled_socket, int broke)
     st->method = WN_METHOD_CLOSE;
     st->server_first = 0;
     return 1;
+}
+
+int wn_reuse_needs_check(const wn_reuse_state *st)
+{
+    /* Also after recycling was turned off: sockets recycled before that
+     * are still in the pool. */
+    return !st->trusted;
 }

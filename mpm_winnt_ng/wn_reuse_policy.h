@@ -1,5 +1,5 @@
 /* Which way accept sockets are recycled, and when to stop recycling.
- * Pure logic, unit-tested in test/unit/check_wn_reuse.c.
+ * Pure logic, unit-tested in test/unit/check_wn.c.
  *
  * Two ways a connection ends, checked separately at child start-up on
  * loopback connections (wn_recycle.c runs the checks):
@@ -27,11 +27,16 @@ typedef enum {
 /* Consecutive broken connections on recycled sockets that turn recycling
  * off, provided no fresh socket broke in between. */
 #define WN_REUSE_MAX_BROKEN 2
+/* Recycled sockets in a row that could send after which the method is
+ * trusted: no more checks on each recycled socket. */
+#define WN_REUSE_TRUST_AFTER 32
 
 typedef struct wn_reuse_state {
     wn_reuse_method method;
     int server_first;         /* method also ends connections we close */
     int broken_in_a_row;      /* recycled-socket connections that broke */
+    int good_in_a_row;        /* recycled sockets that could send */
+    int trusted;              /* enough of those: checks stop */
     int disabled;             /* recycling turned off at run time */
 } wn_reuse_state;
 
@@ -47,5 +52,8 @@ void wn_reuse_init(wn_reuse_state *st, wn_reuse_method method,
  * something else is wrong).  Returns 1 when
  * this result turned recycling off (the caller logs it, once). */
 int wn_reuse_note(wn_reuse_state *st, int recycled_socket, int broke);
+
+/* Whether a recycled socket still needs its check before it is served. */
+int wn_reuse_needs_check(const wn_reuse_state *st);
 
 #endif

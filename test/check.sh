@@ -56,6 +56,8 @@ count_rc() { if [ "$1" -eq 0 ]; then add 1 0; else add 0 1; fi; }
 
 stage docs python3 test/docs/check_docs.py
 count_rc $?
+stage build-files python3 test/build/check_build_files.py
+count_rc $?
 
 stage integration python3 test/run_integration.py
 count_plain "$LOG/integration.log" || add 0 1

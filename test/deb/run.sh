@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make check` stage "deb": builds the packages (make deb: dpkg-buildpackage
 # and lintian), installs them on this machine's stock apache2 with dpkg,
-# then, in a private mount and network namespace (so the machine's
+# then, in private mount, network and PID namespaces (so the machine's
 # /etc/apache2, runtime directories and network are untouched), enables
 # them the Debian way (a2dismod mpm_event; a2enmod mpm_reuseport fhcache),
 # starts apache2 from /etc/apache2 on the namespace's loopback, serves a
@@ -43,7 +43,9 @@ check "installed, not enabled: .so and mods-available files, nothing in mods-ena
 # Everything below runs in the namespaces; it prints "ok:"/"FAILED:" lines.
 sandbox=$(mktemp -d /tmp/mpmng-deb-XXXXXX)
 chmod 755 "$sandbox"
-unshare --mount --net bash "$top/test/deb/in_namespace.sh" "$sandbox" >"$sandbox/log" 2>&1
+# A PID namespace too: whatever apache2 leaves behind ends with the script.
+unshare --mount --net --pid --fork --mount-proc \
+    bash "$top/test/deb/in_namespace.sh" "$sandbox" >"$sandbox/log" 2>&1
 rc=$?
 sed 's/^/  /' "$sandbox/log"
 p=$(grep -c '^ok:' "$sandbox/log"); f=$(grep -c '^FAILED:' "$sandbox/log")

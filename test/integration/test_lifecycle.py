@@ -322,14 +322,21 @@ class RaisedLimits(HttpdTestCase):
                                       threads=40, max_workers=320, min_spare=8,
                                       max_spare=320)
         self.assertEqual(h.configtest().returncode, 0)
-        for restart in (h.graceful, h.graceful):
-            restart()
+        for _ in range(2):      # the warnings again, and still serving
+            h.graceful()
             self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"fits\n")
         log = h.log()
         self.assertIn("ThreadLimit 64 needs a stop and start; keeping 16", log)
         self.assertIn("ServerLimit 8 needs a stop and start; keeping 4", log)
         self.assertIn("ThreadsPerChild 40 lowered to the running ThreadLimit 16", log)
         self.assertIn("MaxRequestWorkers 320 lowered to 64", log)
+        # Lower than running: kept too (the scoreboard is not remade).
+        h.directives = mpm_directives(buckets=2, start=2, server_limit=2, thread_limit=16,
+                                      threads=8, max_workers=16, min_spare=8, max_spare=16)
+        h.write_config()
+        h.graceful()
+        self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"fits\n")
+        self.assertIn("ServerLimit 2 needs a stop and start; keeping 4", h.log())
 
 
 class Restart(HttpdTestCase):

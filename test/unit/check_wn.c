@@ -163,6 +163,31 @@ START_TEST(closing_never_claims_the_server_first_path)
 }
 END_TEST
 
+START_TEST(a_method_that_keeps_working_is_trusted_and_no_longer_checked)
+{
+    wn_reuse_state st;
+    int i;
+
+    wn_reuse_init(&st, WN_METHOD_TRANSMITFILE, 1);
+    for (i = 0; i < WN_REUSE_TRUST_AFTER - 1; i++)
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 0), 0);
+    ck_assert_int_eq(wn_reuse_needs_check(&st), 1);
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 1), 0);      /* a break resets */
+    for (i = 0; i < WN_REUSE_TRUST_AFTER - 1; i++)
+        ck_assert_int_eq(wn_reuse_note(&st, 1, 0), 0);
+    ck_assert_int_eq(wn_reuse_needs_check(&st), 1);
+    ck_assert_int_eq(wn_reuse_note(&st, 1, 0), 0);
+    ck_assert_int_eq(wn_reuse_needs_check(&st), 0);
+
+    /* Turned off: sockets recycled before that are still checked. */
+    wn_reuse_init(&st, WN_METHOD_DISCONNECTEX, 0);
+    for (i = 0; i < WN_REUSE_MAX_BROKEN; i++)
+        wn_reuse_note(&st, 1, 1);
+    ck_assert_int_eq(st.method, WN_METHOD_CLOSE);
+    ck_assert_int_eq(wn_reuse_needs_check(&st), 1);
+}
+END_TEST
+
 START_TEST(breaks_interleaved_with_successes_or_fresh_breaks_do_not)
 {
     wn_reuse_state st;
@@ -202,6 +227,7 @@ static Suite *suite(void)
     tcase_add_test(tc, recycled_sockets_breaking_in_a_row_turn_recycling_off);
     tcase_add_test(tc, closing_never_claims_the_server_first_path);
     tcase_add_test(tc, breaks_interleaved_with_successes_or_fresh_breaks_do_not);
+    tcase_add_test(tc, a_method_that_keeps_working_is_trusted_and_no_longer_checked);
     suite_add_tcase(s, tc);
     return s;
 }
