@@ -6,10 +6,13 @@
  * on one I/O completion port (wn_accept.c).  Worker threads wait on the port
  * (wn_worker.c); the port wakes the most recently blocked thread first, so
  * a few hot threads do the work.  A worker that picks up an accepted
- * connection posts a replacement AcceptEx, serves the connection, and gives
- * its socket back recycled (wn_recycle.c) to a LIFO context pool
- * (wn_ctx.c).  Every operation on the port is a wn_op whose OVERLAPPED is
- * its first member: one dispatch on completion. */
+ * connection posts a replacement AcceptEx and serves it (wn_conn.c) one
+ * request at a time; between requests the connection waits on the port,
+ * not in a thread (wn_keepalive.c).  A connection that ends gives its
+ * socket back recycled (wn_recycle.c) to a LIFO context pool (wn_ctx.c).
+ * Every operation on the port is a wn_op whose OVERLAPPED is its first
+ * member: one dispatch on completion (a connection socket's completions
+ * carry its context as the key). */
 #ifndef WN_H
 #define WN_H
 
@@ -107,6 +110,7 @@ void wn_child_connection_done(void);         /* counts for MaxConnections */
 typedef enum {
     WN_OP_ACCEPTEX = 1,       /* AcceptEx completed (or failed) */
     WN_OP_ACCEPTED,           /* accept() fallback thread got one */
+    WN_OP_READABLE,           /* a parked connection's zero-byte WSARecv */
     WN_OP_QUIT                /* worker: exit */
 } wn_op_kind;
 
@@ -136,6 +140,20 @@ typedef struct wn_ctx {
     DWORD data_room;
     HANDLE event;             /* emulated completion, recycling waits */
     HANDLE wait;              /* RegisterWaitForSingleObject handle */
+    int on_port;              /* s is associated with wn_port (key: ctx) */
+
+    /* the connection being served (wn_conn.c) */
+    conn_rec *c;
+    conn_state_t cs;
+    ap_sb_handle_t *sbh;
+    apr_bucket_brigade *flush_bb;
+    apr_interval_time_t ka_timeout;
+
+    /* parked for its next request (wn_keepalive.c) */
+    wn_op idle;               /* the zero-byte WSARecv */
+    apr_time_t ka_expires;
+    struct wn_ctx *ka_prev, *ka_next;
+    int ka_linked;
 } wn_ctx;
 
 wn_ctx *wn_ctx_get(wn_listener *l);           /* a free context or a new one */
@@ -189,7 +207,21 @@ const char *wn_recycle_method_name(void);
 /* ---- workers (wn_worker.c) ---- */
 apr_status_t wn_workers_start(apr_pool_t *p, int n);
 int wn_workers_stop(apr_interval_time_t grace);   /* still busy */
-void wn_serve(wn_ctx *ctx, int worker);
+
+/* ---- connections (wn_conn.c) ---- */
+void wn_conn_set_worker(int index);           /* this thread's scoreboard slot */
+void wn_serve(wn_ctx *ctx);                   /* a new connection */
+void wn_conn_readable(wn_ctx *ctx);           /* a parked one woke up */
+void wn_conn_register_hooks(void);
+
+/* ---- keep-alive waits on the port (wn_keepalive.c) ---- */
+/* 0: parked (the port owns ctx now), 1: the client is gone, -1: cannot
+ * park (wait in the thread instead). */
+int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout);
+int wn_keepalive_woken(wn_ctx *ctx);          /* 0: resume, -1: close */
+void wn_keepalive_expire(apr_time_t now);     /* KeepAliveTimeout */
+void wn_keepalive_close_all(void);            /* stopping: end every wait */
+int wn_keepalive_count(void);
 
 #ifdef _MSC_VER
 #define WN_THREAD_LOCAL __declspec(thread)
@@ -206,6 +238,7 @@ typedef struct wn_counters {
     volatile LONG64 accept_errors;
     volatile LONG workers_busy;
     volatile LONG workers_idle;
+    volatile LONG connections;        /* open, parked ones included */
 } wn_counters;
 extern wn_counters wn_stats;
 void wn_status_register(void);

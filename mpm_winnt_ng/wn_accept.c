@@ -74,6 +74,8 @@ static int post_one(wn_listener *l)
                     "out of memory for connection contexts; accepting less");
         return -1;
     }
+    if (ctx->s == INVALID_SOCKET)
+        ctx->on_port = 0;
     if (ctx->s == INVALID_SOCKET && (ctx->s = wn_ctx_new_socket(l))
                                     == INVALID_SOCKET) {
         wn_log_once(&log_no_socket, APLOG_ERR, apr_get_netos_error(), WN_TAG
@@ -210,7 +212,7 @@ void wn_accept_completed(wn_ctx *ctx, DWORD unused_err, DWORD unused_bytes)
         give_back(ctx, 1);
         return;
     }
-    wn_serve(ctx, -1);
+    wn_serve(ctx);
 }
 
 /* ---- accept() fallback ---- */
@@ -256,6 +258,7 @@ static DWORD WINAPI accept_thread(void *arg)
         InterlockedIncrement64(&wn_stats.sockets_created);
         getsockname(s, ctx->local, &llen);
         ctx->s = s;
+        ctx->on_port = 0;
         ctx->recycled = 0;
         ctx->local_len = llen;
         ctx->remote_len = rlen;
@@ -309,8 +312,10 @@ apr_status_t wn_accept_setup(apr_pool_t *p)
         }
         /* Test hook: MPMNG_WN_EMULATE_ACCEPT=1 takes the shared-socket
          * path even where the association would succeed (Wine). */
+        /* Key 0: its operations say what they are (connection sockets
+         * carry their context as the key, wn_keepalive.c). */
         if ((force && *force == '1')
-            || !CreateIoCompletionPort((HANDLE)l->s, wn_port, (ULONG_PTR)l, 0))
+            || !CreateIoCompletionPort((HANDLE)l->s, wn_port, 0, 0))
             l->emulated = 1;
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf, WN_TAG
                      "%pI: %d AcceptEx pending, completions %s",

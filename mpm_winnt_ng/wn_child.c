@@ -25,9 +25,10 @@ void wn_child_connection_done(void)
         SetEvent(retire_event);
 }
 
-/* How long stopping may wait for busy connections: httpd's Timeout or
- * KeepAliveTimeout, whichever is longer (an idle keep-alive connection
- * holds its worker until then), or GracefulShutdownTimeout if set. */
+/* How long stopping may wait for open connections: httpd's Timeout or
+ * KeepAliveTimeout, whichever is longer (a connection that was promised
+ * keep-alive gets its next request served), or GracefulShutdownTimeout
+ * if set. */
 static apr_interval_time_t drain_time(void)
 {
     apr_interval_time_t t = ap_server_conf->timeout;
@@ -44,6 +45,31 @@ static void fail_start(const char *what, apr_status_t rv)
     ap_log_error(APLOG_MARK, APLOG_CRIT, rv, ap_server_conf, WN_TAG
                  "child %lu: %s; exiting", (unsigned long)wn_my_pid, what);
     exit(APEXIT_CHILDINIT);
+}
+
+/* Ends keep-alive waits past their time; publishes the counts
+ * server-status shows for async MPMs. */
+static void tick_connections(void)
+{
+    process_score *ps = &ap_scoreboard_image->parent[wn_slot];
+
+    wn_keepalive_expire(apr_time_now());
+    ps->keep_alive = (apr_uint32_t)wn_keepalive_count();
+    ps->connections = (apr_uint32_t)wn_stats.connections;
+}
+
+/* Stopping: connections still open are served until they end (parked
+ * ones get their next request, with Connection: close) or time runs out;
+ * then the waits left are ended. */
+static void drain_connections(apr_interval_time_t limit)
+{
+    apr_time_t until = apr_time_now() + limit;
+
+    while (wn_stats.connections > 0 && apr_time_now() < until) {
+        Sleep(50);
+        tick_connections();
+    }
+    wn_keepalive_close_all();
 }
 
 /* Waits for the exit event, the parent's death or (in a child whose
@@ -68,6 +94,7 @@ static void serve_until_told(HANDLE exit_event)
 
         if (r == WAIT_TIMEOUT) {
             wn_accept_tick();
+            tick_connections();
             continue;
         }
         if (r == WAIT_OBJECT_0 + 1)
@@ -118,10 +145,13 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
 
     wn_mpm_state = AP_MPMQ_STOPPING;
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
-                 "child %lu stops accepting; finishing %ld busy connections",
-                 (unsigned long)wn_my_pid, (long)wn_stats.workers_busy);
+                 "child %lu stops accepting; finishing %ld open connections "
+                 "(%d waiting for a keep-alive request)",
+                 (unsigned long)wn_my_pid, (long)wn_stats.connections,
+                 wn_keepalive_count());
     wn_accept_stop();
-    busy = wn_workers_stop(drain_time());
+    drain_connections(drain_time());
+    busy = wn_workers_stop(apr_time_from_sec(2));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu exiting after %ld connections",
                  (unsigned long)wn_my_pid, (long)connections);

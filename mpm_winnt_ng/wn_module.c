@@ -37,7 +37,7 @@ static int wn_query(int query_code, int *result, apr_status_t *rv)
         *result = AP_MPMQ_NOT_SUPPORTED;
         break;
     case AP_MPMQ_IS_ASYNC:
-        *result = 0;          /* a worker stays with its connection (#8) */
+        *result = 1;          /* keep-alive waits on the port (wn_keepalive.c) */
         break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:
         *result = WN_PROCESS_SLOTS;
@@ -252,6 +252,7 @@ static void wn_hooks(apr_pool_t *p)
     ap_hook_mpm(wn_mpm_run, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_query(wn_query, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_get_name(wn_get_name, NULL, NULL, APR_HOOK_MIDDLE);
+    wn_conn_register_hooks();
     wn_status_register();
 }
 

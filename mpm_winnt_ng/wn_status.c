@@ -35,6 +35,8 @@ static int show_counters(request_rec *r, int flags)
         ap_rprintf(r, "WinNTNGListenersEmulated: %d\n", emulated);
         ap_rprintf(r, "WinNTNGRecycleMethod: %s\n", wn_recycle_method_name());
         ap_rprintf(r, "WinNTNGWorkersBusy: %ld\n", (long)wn_stats.workers_busy);
+        ap_rprintf(r, "WinNTNGConnections: %ld\n", (long)wn_stats.connections);
+        ap_rprintf(r, "WinNTNGKeepAliveParked: %d\n", wn_keepalive_count());
         ap_rprintf(r, "WinNTNGChildPid: %lu\n", (unsigned long)wn_my_pid);
         return OK;
     }

@@ -1,6 +1,6 @@
 /* Worker threads: wait on the completion port (the port releases the
- * thread that blocked last first), dispatch on the operation's kind, and
- * serve the connection an accept brought. */
+ * thread that blocked last first) and dispatch: an accepted connection, a
+ * parked connection's next request (completion key: its context), quit. */
 #include "wn.h"
 
 #include "http_connection.h"
@@ -16,82 +16,12 @@ typedef struct worker {
 
 static worker *workers;
 static int nworkers;
-static WN_THREAD_LOCAL int my_index;   /* the running worker's scoreboard slot */
-
-static void prepare_socket(wn_ctx *ctx)
-{
-    u_long off = 0;
-    DWORD zero = 0;
-    apr_os_sock_info_t info;
-
-    /* APR assumes a blocking socket without timeouts; a recycled socket
-     * still carries the last connection's settings. */
-    ioctlsocket(ctx->s, FIONBIO, &off);
-    setsockopt(ctx->s, SOL_SOCKET, SO_RCVTIMEO, (char *)&zero, sizeof zero);
-    setsockopt(ctx->s, SOL_SOCKET, SO_SNDTIMEO, (char *)&zero, sizeof zero);
-    info.os_sock = &ctx->s;
-    info.local = ctx->local;
-    info.remote = ctx->remote;
-    info.family = ctx->local ? ctx->local->sa_family : ctx->listener->family;
-    info.type = SOCK_STREAM;
-    info.protocol = IPPROTO_TCP;
-    ctx->sock = NULL;
-    apr_os_sock_make(&ctx->sock, &info, ctx->ptrans);
-}
-
-/* httpd's keep-alive loop ends a connection as soon as the MPM says it is
- * stopping, even right after a response that promised keep-alive: the
- * client will send its next request on it.  Keep that promise: wait for
- * the next request as long as keep-alive allows and serve it (its response
- * then says Connection: close). */
-static void finish_in_flight(wn_ctx *ctx, conn_rec *c)
-{
-    if (wn_mpm_state != AP_MPMQ_STOPPING || c->aborted
-        || c->keepalive != AP_CONN_KEEPALIVE)
-        return;
-    apr_socket_timeout_set(ctx->sock, c->base_server->keep_alive_timeout);
-    ap_run_process_connection(c);
-}
-
-void wn_serve(wn_ctx *ctx, int unused)
-{
-    apr_bucket_alloc_t *ba;
-    ap_sb_handle_t *sbh;
-    conn_rec *c;
-    apr_thread_t *thd = NULL;
-    apr_os_thread_t osthd = apr_os_thread_current();
-    long conn_id = (long)wn_slot * wn_run.thread_limit + my_index;
-
-    InterlockedIncrement(&wn_stats.workers_busy);
-    prepare_socket(ctx);
-    ba = apr_bucket_alloc_create(ctx->ptrans);
-    ap_create_sb_handle(&sbh, ctx->ptrans, wn_slot, my_index);
-    c = ap_run_create_connection(ctx->ptrans, ap_server_conf, ctx->sock,
-                                 conn_id, sbh, ba);
-    if (!c) {
-        /* create_connection closed the socket */
-        ctx->s = INVALID_SOCKET;
-        ctx->recycled = 0;
-    }
-    else {
-        apr_os_thread_put(&thd, &osthd, ctx->ptrans);
-        c->current_thread = thd;
-        ap_process_connection(c, ctx->sock);
-        finish_in_flight(ctx, c);
-        wn_recycle_end(ctx, c);
-    }
-    ctx->sock = NULL;
-    apr_pool_clear(ctx->ptrans);
-    wn_ctx_put(ctx);
-    InterlockedDecrement(&wn_stats.workers_busy);
-    wn_child_connection_done();
-}
-
 static DWORD WINAPI worker_main(void *arg)
 {
     worker *w = arg;
+    int my_index = w->index;
 
-    my_index = w->index;
+    wn_conn_set_worker(my_index);
     for (;;) {
         DWORD bytes = 0;
         ULONG_PTR key = 0;
@@ -114,6 +44,18 @@ static DWORD WINAPI worker_main(void *arg)
             }
             continue;
         }
+        if (key) {
+            /* a connection socket's: our keep-alive wait, or one of APR's
+             * own overlapped calls (it waits on its event; ignore) */
+            wn_ctx *ctx = (wn_ctx *)key;
+
+            if (ov == &ctx->idle.ov) {
+                ap_update_child_status_from_indexes(wn_slot, my_index,
+                                                    SERVER_BUSY_READ, NULL);
+                wn_conn_readable(ctx);
+            }
+            continue;
+        }
         op = (wn_op *)ov;
         if (op->kind == WN_OP_QUIT)
             break;
@@ -122,7 +64,7 @@ static DWORD WINAPI worker_main(void *arg)
         if (op->kind == WN_OP_ACCEPTEX)
             wn_accept_completed((wn_ctx *)op, ok ? 0 : GetLastError(), bytes);
         else if (op->kind == WN_OP_ACCEPTED)
-            wn_serve((wn_ctx *)op, my_index);
+            wn_serve((wn_ctx *)op);
     }
     ap_update_child_status_from_indexes(wn_slot, my_index, SERVER_DEAD, NULL);
     return 0;

@@ -8,6 +8,8 @@ then, one command per line on stdin:
               response, then stays open and idle.  Answers
               "OK held=H failed=F secs=S"
     check     answers "ALIVE n": connections the server has not closed
+    again     every held connection sends one more GET and reads the whole
+              response; answers "AGAIN ok=N failed=F secs=S"
     quit      closes everything, answers "BYE" and exits
 Only loopback targets are accepted."""
 import asyncio
@@ -90,6 +92,26 @@ async def grow(host, port, request, conns, target):
     return failed, time.monotonic() - t0
 
 
+async def again(request, conns):
+    t0 = time.monotonic()
+    sem = asyncio.Semaphore(PARALLEL)
+
+    async def one(c):
+        async with sem:
+            if c.closed:
+                return False
+            c.done = asyncio.get_running_loop().create_future()
+            c.need = None
+            c.transport.write(request)
+            try:
+                return await asyncio.wait_for(c.done, TIMEOUT) == 200
+            except (asyncio.TimeoutError, ConnectionError):
+                return False
+    results = await asyncio.gather(*(one(c) for c in conns))
+    ok = sum(1 for r in results if r)
+    return ok, len(results) - ok, time.monotonic() - t0
+
+
 async def main():
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if not ipaddress.ip_address(host).is_loopback:
@@ -112,6 +134,9 @@ async def main():
         if cmd[0] == "open":
             failed, secs = await grow(host, port, request, conns, int(cmd[1]))
             print("OK held=%d failed=%d secs=%.2f" % (len(conns), failed, secs), flush=True)
+        elif cmd[0] == "again":
+            ok, failed, secs = await again(request, conns)
+            print("AGAIN ok=%d failed=%d secs=%.2f" % (ok, failed, secs), flush=True)
         elif cmd[0] == "check":
             print("ALIVE %d" % sum(1 for c in conns if not c.closed), flush=True)
         else:

@@ -6,6 +6,7 @@ under wine64.  Prints `win: N passed, N failed, N skipped` last.
 """
 import argparse
 import os
+import resource
 import sys
 import unittest
 
@@ -18,6 +19,10 @@ def main():
     ap.add_argument("-k", action="append", default=[])
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
+    # wineserver, started by the first test, holds every socket of the
+    # server: let it have as many descriptors as the machine allows.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py")
 
     def flat(s):

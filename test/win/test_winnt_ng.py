@@ -6,6 +6,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -239,6 +240,143 @@ class Recycling(unittest.TestCase):
         self.assertEqual(bad, 0, out)
         self.assertGreater(reqs, 50, out)
         self.assertIn("data is served as connect", log)
+
+
+HOLDCONNS = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "lib",
+                         "holdconns.py")
+
+
+class Holder:
+    """bench/lib/holdconns.py in its own process: idle keep-alive
+    connections that each made one request."""
+
+    def __init__(self, port, path):
+        self.p = subprocess.Popen([sys.executable, HOLDCONNS, "127.0.0.1",
+                                   str(port), path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def numbers(self, line):
+        return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)",
+                                                   self.ask(line))}
+
+    def close(self):
+        try:
+            self.ask("quit")
+            self.p.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")
+class KeepAliveWaits(unittest.TestCase):
+    """Idle keep-alive connections wait on the completion port (a zero-byte
+    WSARecv), not in a worker thread; the MPM enforces KeepAliveTimeout."""
+
+    def test_idle_connections_hold_no_thread(self):
+        # 8 workers, 400 idle connections: a thread per connection could
+        # not even open them (each would hold its worker for 30 s).
+        h = WinHttpd(threads=8, extra="KeepAliveTimeout 30")
+        body = payload(500, "ka")
+        h.put("small.txt", body)
+        h.start()
+        holder = Holder(h.port, "/small.txt")
+        try:
+            got = holder.numbers("open 400")
+            self.assertEqual((got["held"], got["failed"]), (400, 0), got)
+            st = h.status()
+            self.assertGreaterEqual(int(st["WinNTNGKeepAliveParked"]), 400, st)
+            self.assertLessEqual(int(st["WinNTNGWorkersBusy"]), 2, st)
+            t0 = time.time()
+            r = subprocess.run(["curl", "-s", "-m", "10", "-o", "/dev/null",
+                                "-w", "%{http_code}",
+                                "http://127.0.0.1:%d/small.txt" % h.port],
+                               capture_output=True, text=True)
+            self.assertEqual(r.stdout, "200")
+            self.assertLess(time.time() - t0, 5)
+            again = holder.numbers("again")
+            self.assertEqual((again["ok"], again["failed"]), (400, 0), again)
+            self.assertEqual(holder.ask("check"), "ALIVE 400")
+        finally:
+            holder.close()
+            h.stop()
+        self.assertNotIn("keep their worker thread", h.error_log())
+
+    def test_keep_alive_timeout_closes_idle_connections(self):
+        h = WinHttpd(threads=4, extra="KeepAliveTimeout 1")
+        h.put("small.txt", b"y" * 100)
+        h.start()
+        try:
+            s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            (code, hdrs, body), = read_responses(s, 1)
+            self.assertEqual((code, body), (200, b"y" * 100))
+            t0 = time.time()
+            self.assertEqual(s.recv(100), b"")     # the server's FIN
+            waited = time.time() - t0
+            s.close()
+            self.assertGreater(waited, 0.7)
+            self.assertLess(waited, 3.0)
+            deadline = time.time() + 5
+            while int(h.status()["WinNTNGKeepAliveParked"]) and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(int(h.status()["WinNTNGKeepAliveParked"]), 0)
+        finally:
+            h.stop()
+
+    def test_fallback_waits_in_the_thread(self):
+        # MPMNG_WN_KEEPALIVE_IN_THREAD=1: the path taken when the zero-byte
+        # receive cannot be posted; keep-alive must still work.
+        h = WinHttpd(threads=5, extra="KeepAliveTimeout 10",
+                     env={"MPMNG_WN_KEEPALIVE_IN_THREAD": "1"})
+        h.put("small.txt", b"z" * 200)
+        h.start()
+        socks = []
+        try:
+            for i in range(3):
+                s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
+                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertEqual(read_responses(s, 1)[0][0], 200)
+                socks.append(s)
+            st = h.status()
+            self.assertEqual(int(st["WinNTNGKeepAliveParked"]), 0, st)
+            self.assertGreaterEqual(int(st["WinNTNGWorkersBusy"]), 3, st)
+            time.sleep(0.5)
+            for s in socks:
+                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                (code, _, body), = read_responses(s, 1)
+                self.assertEqual((code, body), (200, b"z" * 200))
+        finally:
+            for s in socks:
+                s.close()
+            h.stop()
+
+    def test_a_request_after_a_pause_is_served_on_the_same_connection(self):
+        h = WinHttpd(threads=2, extra="KeepAliveTimeout 10")
+        files = {"a.bin": payload(70000, "a"), "b.txt": payload(300, "b")}
+        for k, v in files.items():
+            h.put(k, v)
+        h.start()
+        try:
+            s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
+            for i in range(6):
+                name = "a.bin" if i % 2 else "b.txt"
+                s.sendall(("GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % name).encode())
+                (code, hdrs, body), = read_responses(s, 1)
+                self.assertEqual((code, body), (200, files[name]), i)
+                time.sleep(0.3)
+            # the client closing while parked ends the connection cleanly
+            s.close()
+            deadline = time.time() + 5
+            while int(h.status()["WinNTNGConnections"]) > 1 and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertLessEqual(int(h.status()["WinNTNGConnections"]), 1)
+        finally:
+            h.stop()
 
 
 @unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")

@@ -1,0 +1,238 @@
+/* A connection's life in a worker: create it, run httpd's
+ * process_connection hooks for one request at a time (the async contract:
+ * they return with c->cs->state saying what the connection waits for),
+ * write what is left, then park it for its next request (wn_keepalive.c)
+ * or end it (wn_recycle.c).  No worker waits for a client between
+ * requests, unless parking is impossible: then it waits as stock does. */
+#include "wn.h"
+
+#include "http_connection.h"
+#include "http_core.h"
+#include "http_vhost.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "mpm_common.h"
+#include "apr_portable.h"
+#include "ap_mpm.h"
+
+static WN_THREAD_LOCAL int my_index;   /* the running worker's scoreboard slot */
+
+void wn_conn_set_worker(int index)
+{
+    my_index = index;
+}
+
+static void prepare_socket(wn_ctx *ctx)
+{
+    u_long off = 0;
+    DWORD zero = 0;
+    apr_os_sock_info_t info;
+
+    /* APR assumes a blocking socket without timeouts; a recycled socket
+     * still carries the last connection's settings. */
+    ioctlsocket(ctx->s, FIONBIO, &off);
+    setsockopt(ctx->s, SOL_SOCKET, SO_RCVTIMEO, (char *)&zero, sizeof zero);
+    setsockopt(ctx->s, SOL_SOCKET, SO_SNDTIMEO, (char *)&zero, sizeof zero);
+    info.os_sock = &ctx->s;
+    info.local = ctx->local;
+    info.remote = ctx->remote;
+    info.family = ctx->local ? ctx->local->sa_family : ctx->listener->family;
+    info.type = SOCK_STREAM;
+    info.protocol = IPPROTO_TCP;
+    ctx->sock = NULL;
+    apr_os_sock_make(&ctx->sock, &info, ctx->ptrans);
+}
+
+static void attach_thread(wn_ctx *ctx)
+{
+    apr_thread_t *thd = NULL;
+    apr_os_thread_t osthd = apr_os_thread_current();
+
+    apr_os_thread_put(&thd, &osthd, ctx->ptrans);
+    ctx->c->current_thread = thd;
+}
+
+/* Creates the conn_rec and runs the pre_connection hooks; 0 if there is
+ * no connection to serve (create_connection closed the socket). */
+static int open_connection(wn_ctx *ctx)
+{
+    apr_bucket_alloc_t *ba;
+    conn_rec *c;
+    int rv;
+
+    prepare_socket(ctx);
+    ba = apr_bucket_alloc_create(ctx->ptrans);
+    ap_create_sb_handle(&ctx->sbh, ctx->ptrans, wn_slot, my_index);
+    c = ap_run_create_connection(ctx->ptrans, ap_server_conf, ctx->sock,
+                                 (long)wn_slot * wn_run.thread_limit + my_index,
+                                 ctx->sbh, ba);
+    if (!c) {
+        ctx->s = INVALID_SOCKET;
+        ctx->recycled = 0;
+        return 0;
+    }
+    ctx->c = c;
+    memset(&ctx->cs, 0, sizeof ctx->cs);
+    ctx->cs.state = CONN_STATE_PROCESSING;
+    c->cs = &ctx->cs;
+    ctx->ka_timeout = c->base_server->keep_alive_timeout;
+    ctx->flush_bb = NULL;
+    attach_thread(ctx);
+    ap_update_vhost_given_ip(c);
+    rv = ap_pre_connection(c, ctx->sock);
+    if (rv != OK && rv != DONE)
+        ctx->cs.state = CONN_STATE_LINGER;
+    return 1;
+}
+
+/* Runs the process_connection hooks; afterwards the state is one we
+ * handle, or LINGER. */
+static void process(wn_ctx *ctx)
+{
+    conn_rec *c = ctx->c;
+    int rv = ap_run_process_connection(c);
+
+    if ((rv != OK && rv != DONE) || c->aborted
+        || ctx->cs.state != CONN_STATE_WRITE_COMPLETION)
+        ctx->cs.state = CONN_STATE_LINGER;
+}
+
+/* Writes what the output filters set aside (blocking, bounded by
+ * Timeout); 0 if the connection broke. */
+static int flush_output(wn_ctx *ctx)
+{
+    conn_rec *c = ctx->c;
+
+    if (!c->data_in_output_filters)
+        return !c->aborted;
+    if (!ctx->flush_bb)       /* once per connection: no growth per request */
+        ctx->flush_bb = apr_brigade_create(c->pool, c->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(ctx->flush_bb,
+                            apr_bucket_flush_create(c->bucket_alloc));
+    if (ap_pass_brigade(c->output_filters, ctx->flush_bb) != APR_SUCCESS)
+        c->aborted = 1;
+    apr_brigade_cleanup(ctx->flush_bb);
+    return !c->aborted;
+}
+
+/* After a response: read the next request now (pipelined), wait for it
+ * (keep-alive), or close. */
+static void after_response(wn_ctx *ctx)
+{
+    conn_rec *c = ctx->c;
+
+    ap_update_child_status(ctx->sbh, SERVER_BUSY_WRITE, NULL);
+    if (!flush_output(ctx) || c->keepalive != AP_CONN_KEEPALIVE)
+        ctx->cs.state = CONN_STATE_LINGER;
+    else if (c->data_in_input_filters)
+        ctx->cs.state = CONN_STATE_PROCESSING;
+    else
+        ctx->cs.state = CONN_STATE_KEEPALIVE;
+}
+
+/* Waits for the next request in this thread, as the stock MPM does. */
+static void wait_in_thread(wn_ctx *ctx)
+{
+    ap_update_child_status(ctx->sbh, SERVER_BUSY_KEEPALIVE, NULL);
+    apr_socket_timeout_set(ctx->sock, ctx->ka_timeout);
+    ctx->cs.state = CONN_STATE_PROCESSING;
+}
+
+static void end_connection(wn_ctx *ctx)
+{
+    wn_recycle_end(ctx, ctx->c);
+    ctx->c = NULL;
+    ctx->sock = NULL;
+    apr_pool_clear(ctx->ptrans);
+    wn_ctx_put(ctx);
+    InterlockedDecrement(&wn_stats.connections);
+    wn_child_connection_done();
+}
+
+/* Advances the connection until it is parked or ended. */
+static void run(wn_ctx *ctx)
+{
+    for (;;) {
+        switch (ctx->cs.state) {
+        case CONN_STATE_PROCESSING:
+            process(ctx);
+            break;
+        case CONN_STATE_WRITE_COMPLETION:
+            after_response(ctx);
+            break;
+        case CONN_STATE_KEEPALIVE: {
+            int parked;
+
+            if (ctx->c->clogging_input_filters) {
+                /* they read blocking: nothing to wait for on the port */
+                wait_in_thread(ctx);
+                break;
+            }
+            parked = wn_keepalive_park(ctx, ctx->ka_timeout);
+            if (parked == 0)
+                return;          /* ctx belongs to the port now */
+            if (parked < 0)
+                wait_in_thread(ctx);
+            else
+                ctx->cs.state = CONN_STATE_LINGER;
+            break;
+        }
+        default:
+            end_connection(ctx);
+            return;
+        }
+    }
+}
+
+void wn_serve(wn_ctx *ctx)
+{
+    InterlockedIncrement(&wn_stats.workers_busy);
+    InterlockedIncrement(&wn_stats.connections);
+    if (open_connection(ctx))
+        run(ctx);
+    else {
+        apr_pool_clear(ctx->ptrans);
+        wn_ctx_put(ctx);
+        InterlockedDecrement(&wn_stats.connections);
+        wn_child_connection_done();
+    }
+    InterlockedDecrement(&wn_stats.workers_busy);
+}
+
+void wn_conn_readable(wn_ctx *ctx)
+{
+    InterlockedIncrement(&wn_stats.workers_busy);
+    if (wn_keepalive_woken(ctx) != 0) {
+        ctx->cs.state = CONN_STATE_LINGER;
+        ctx->c->aborted = 1;     /* timed out or reset: nothing to flush */
+    }
+    else {
+        ctx->cs.state = CONN_STATE_PROCESSING;
+        ap_update_sb_handle(ctx->sbh, wn_slot, my_index);
+        attach_thread(ctx);
+    }
+    run(ctx);
+    InterlockedDecrement(&wn_stats.workers_busy);
+}
+
+/* The keep-alive wait a request's server asks for: its own
+ * KeepAliveTimeout if it set one, else that of the address's base server
+ * (as httpd's synchronous loop does). */
+static int note_request(request_rec *r)
+{
+    conn_rec *c = r->connection;
+    wn_ctx *ctx;
+
+    if (c->master || c->cs == NULL)
+        return DECLINED;
+    ctx = (wn_ctx *)((char *)c->cs - APR_OFFSETOF(wn_ctx, cs));
+    ctx->ka_timeout = r->server->keep_alive_timeout_set
+                      ? r->server->keep_alive_timeout
+                      : c->base_server->keep_alive_timeout;
+    return DECLINED;
+}
+
+void wn_conn_register_hooks(void)
+{
+    ap_hook_post_read_request(note_request, NULL, NULL, APR_HOOK_REALLY_FIRST);
+}
