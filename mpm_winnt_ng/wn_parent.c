@@ -15,6 +15,7 @@
 #include "http_main.h"
 #include "mpm_common.h"
 #include "ap_mpm.h"
+#include "apr_strings.h"
 
 #define WN_MAX_SLOTS (WN_MAX_CHILDREN * WN_SLOTS_PER_CHILD)
 
@@ -290,12 +291,16 @@ static int child_died(server_rec *s, wn_kid *kid)
     DWORD code = exit_code(kid);
     int fatal = is_fatal(code);
     int others = count_serving() - 1;
+    char serving[48] = "";
 
+    if (others)
+        apr_snprintf(serving, sizeof serving,
+                     " (other children serving: %d)", others);
     ap_log_error(APLOG_MARK, fatal ? APLOG_CRIT : APLOG_ERR, 0, s,
-                 WN_TAG "child %lu exited with status %lu; %s (%d other "
-                 "children serving)", (unsigned long)kid->pid,
-                 (unsigned long)code, fatal ? "it cannot start, shutting down"
-                                            : "starting another", others);
+                 WN_TAG "child %lu exited with status %lu; %s%s",
+                 (unsigned long)kid->pid, (unsigned long)code,
+                 fatal ? "it cannot start, shutting down" : "starting another",
+                 serving);
     note_gone(kid);
     if (fatal)
         return -1;
