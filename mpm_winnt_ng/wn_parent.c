@@ -223,7 +223,8 @@ static int replace(wn_kid *old)
 
 /* After a restart: every child of an earlier generation is replaced, one
  * at a time, so the others serve throughout.  Children beyond a lowered
- * ChildProcesses stop once the new ones accept. */
+ * ChildProcesses stop once the new ones accept; fill() starts those
+ * beyond a raised one. */
 static void replace_old_generation(void)
 {
     wn_kid *old[WN_MAX_SLOTS];
@@ -232,11 +233,12 @@ static void replace_old_generation(void)
     for (slot = 0; slot < wn_run.process_slots; slot++)
         if (is_serving(&kids[slot]) && kids[slot].generation != wn_generation)
             old[n_old++] = &kids[slot];
-    for (i = 0; i < wn_run.children; i++) {
-        if (i < n_old ? replace(old[i]) != 0 : !start_child())
-            return;               /* the rest keep serving */
-    }
-    for (; i < n_old; i++) {
+    for (i = 0; i < n_old; i++) {
+        if (i < wn_run.children) {
+            if (replace(old[i]) != 0)
+                return;           /* the rest keep serving */
+            continue;
+        }
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, WN_TAG
                      "ChildProcesses is now %d; child %lu stops accepting "
                      "and finishes its connections", wn_run.children,
