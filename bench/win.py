@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Windows benchmark: mpm_winnt_ng against stock mpm_winnt, both
 cross-built the same way (build/win/build.sh) and run side by side under
-wine64 on loopback, driven by wrk from Linux.
+wine64 on loopback, driven by wrk from Linux.  mpm_winnt_ng runs twice:
+with one child (`ng`) and with `ChildProcesses 2` (`ng-2ch`, the same
+ThreadsPerChild in each child).
 
     python3 bench/win.py [--rounds 5] [--seconds 5] [--workloads a,b]
+                         [--servers stock,ng,ng-2ch]
 
 Workloads: close-500B-c100 (a new connection per request, 100 at once),
 ka-500B-c100 (keep-alive), ka-64K-c20 (TransmitFile-sized responses).
-Each round runs every workload on each server in turn, the order swapped
-every round; the summary gives medians and ng/stock ratios.  Results go to
+Each round runs every workload on each server in turn, the order rotated
+every round; the summary gives medians and ratios to stock.  Results go to
 bench/results/<date-time>-win/ (raw.tsv, summary.md).  Wine is an emulator:
 compare the two only with each other.
 """
@@ -19,6 +22,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -31,9 +35,15 @@ WORKLOADS = {
     "ka-500B-c100": ("/small.txt", 100, False),
     "ka-64K-c20": ("/mid.bin", 20, False),
 }
-# Same worker count for both: stock holds a thread per keep-alive
-# connection, and so does mpm_winnt_ng until keep-alive is event-driven.
+# Same worker count for both, enough for stock's thread per keep-alive
+# connection (mpm_winnt_ng's idle connections hold none: bench/win_idle.py).
 CONF = "ThreadsPerChild 150\nLogLevel warn\nMaxKeepAliveRequests 0"
+# name: (build flavour, extra configuration)
+SERVERS = {
+    "stock": ("stock", ""),
+    "ng": ("ng", ""),
+    "ng-2ch": ("ng", "ChildProcesses 2"),
+}
 
 
 def run_wrk(port, path, conns, close, seconds):
@@ -56,13 +66,60 @@ def run_wrk(port, path, conns, close, seconds):
     return rps, errors, p99
 
 
+def wait_children(h, n, timeout=60):
+    """Until n children accept (server-status lists them)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if len(h.status()["WinNTNGServingPids"].split()) >= n:
+                return
+        except (OSError, AssertionError, KeyError):
+            pass
+        time.sleep(0.3)
+    sys.exit("bench/win.py: %d children not serving in %d s" % (n, timeout))
+
+
+def summary(rows, names, servers, args, stamp):
+    ng = [n for n in servers if n != "stock"]
+    lines = ["# mpm_winnt_ng vs stock mpm_winnt under wine64 (%s)" % stamp, "",
+             "%d rounds x %d s per run, order rotated each round; medians. "
+             "ng-2ch: ChildProcesses 2, ThreadsPerChild 150 in each."
+             % (args.rounds, args.seconds), ""]
+    head = ["workload"] + ["%s req/s" % n for n in servers]
+    if "stock" in servers:
+        head += ["%s/stock" % n for n in ng]
+    head += ["%s p99 ms" % n for n in servers] + ["errors " + "/".join(servers)]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for wl in names:
+        med = {}
+        for name in servers:
+            sel = [r for r in rows if r[1] == wl and r[2] == name]
+            med[name] = (statistics.median(r[3] for r in sel),
+                         statistics.median(r[5] for r in sel),
+                         sum(r[4] for r in sel))
+        cells = [wl] + ["%.0f" % med[n][0] for n in servers]
+        if "stock" in servers:
+            cells += ["%.2f" % (med[n][0] / med["stock"][0]) if med["stock"][0]
+                      else "inf" for n in ng]
+        cells += ["%.1f" % med[n][1] for n in servers]
+        cells.append("/".join("%d" % med[n][2] for n in servers))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--servers", default=",".join(SERVERS))
     args = ap.parse_args()
-    for flavour in ("ng", "stock"):
+    names_s = args.servers.split(",")
+    for name in names_s:
+        if name not in SERVERS:
+            sys.exit("bench/win.py: unknown server %r; use %s"
+                     % (name, ",".join(SERVERS)))
+    for flavour in set(SERVERS[n][0] for n in names_s):
         if not available(flavour):
             sys.exit("bench/win.py: build/win/out/%s missing; run "
                      "build/win/build.sh first" % flavour)
@@ -71,23 +128,28 @@ def main():
     os.makedirs(outdir)
     servers = {}
     try:
-        for flavour in ("stock", "ng"):
-            h = WinHttpd(flavour, extra=CONF, threads=150)
+        for name in names_s:
+            flavour, extra = SERVERS[name]
+            h = WinHttpd(flavour, extra=CONF + "\n" + extra, threads=150)
             h.put("small.txt", b"x" * 500)
             h.put("mid.bin", os.urandom(65536))
-            servers[flavour] = h.start()
+            servers[name] = h.start()
+            m = re.search(r"ChildProcesses (\d+)", extra)
+            if m:
+                wait_children(h, int(m.group(1)))
         rows = []
         names = args.workloads.split(",")
         for rnd in range(args.rounds):
-            order = ["stock", "ng"] if rnd % 2 == 0 else ["ng", "stock"]
+            k = rnd % len(names_s)
+            order = names_s[k:] + names_s[:k]
             for wl in names:
                 path, conns, close = WORKLOADS[wl]
-                for flavour in order:
-                    rps, errors, p99 = run_wrk(servers[flavour].port, path, conns,
+                for name in order:
+                    rps, errors, p99 = run_wrk(servers[name].port, path, conns,
                                                close, args.seconds)
-                    rows.append((rnd, wl, flavour, rps, errors, p99))
-                    print("round %d %-16s %-5s %8.1f req/s  errors %d  p99 %.1f ms"
-                          % (rnd, wl, flavour, rps, errors, p99), flush=True)
+                    rows.append((rnd, wl, name, rps, errors, p99))
+                    print("round %d %-16s %-6s %8.1f req/s  errors %d  p99 %.1f ms"
+                          % (rnd, wl, name, rps, errors, p99), flush=True)
     finally:
         for h in servers.values():
             h.stop()
@@ -95,23 +157,7 @@ def main():
         f.write("round\tworkload\tserver\trps\terrors\tp99_ms\n")
         for r in rows:
             f.write("%d\t%s\t%s\t%.1f\t%d\t%.2f\n" % r)
-    lines = ["# mpm_winnt_ng vs stock mpm_winnt under wine64 (%s)" % stamp, "",
-             "%d rounds x %d s per run, order swapped each round; medians."
-             % (args.rounds, args.seconds), "",
-             "| workload | stock req/s | ng req/s | ng/stock | stock p99 ms | "
-             "ng p99 ms | errors stock/ng |", "|---|---|---|---|---|---|---|"]
-    for wl in names:
-        med = {}
-        for flavour in ("stock", "ng"):
-            sel = [r for r in rows if r[1] == wl and r[2] == flavour]
-            med[flavour] = (statistics.median(r[3] for r in sel),
-                            statistics.median(r[5] for r in sel),
-                            sum(r[4] for r in sel))
-        ratio = med["ng"][0] / med["stock"][0] if med["stock"][0] else float("inf")
-        lines.append("| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %d/%d |" % (
-            wl, med["stock"][0], med["ng"][0], ratio, med["stock"][1],
-            med["ng"][1], med["stock"][2], med["ng"][2]))
-    text = "\n".join(lines) + "\n"
+    text = summary(rows, names, names_s, args, stamp)
     with open(os.path.join(outdir, "summary.md"), "w") as f:
         f.write(text)
     print(text)

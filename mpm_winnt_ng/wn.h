@@ -1,7 +1,8 @@
 /* mpm_winnt_ng internals shared between its files.
  *
- * Shape: the parent (wn_parent.c) starts one child per generation and
- * hands it the listeners (wn_handoff.c).  The child (wn_child.c) keeps
+ * Shape: the parent (wn_parent.c) keeps ChildProcesses children serving
+ * and hands each the listeners (wn_handoff.c); they accept from the same
+ * sockets in parallel.  The child (wn_child.c) keeps
  * AcceptExPending AcceptEx calls posted on every listener, all completing
  * on one I/O completion port (wn_accept.c).  Worker threads wait on the port
  * (wn_worker.c); the port wakes the most recently blocked thread first, so
@@ -50,7 +51,7 @@ extern volatile int wn_mpm_state;    /* AP_MPMQ_STARTING/RUNNING/STOPPING */
 extern apr_pool_t *wn_pconf;
 extern wn_settings wn_conf;          /* as the configuration said */
 extern wn_limits wn_run;             /* resolved */
-extern int wn_first_thread_limit;
+extern wn_fixed wn_first;            /* the scoreboard's sizes */
 extern DWORD wn_stack_flag;
 
 extern const command_rec wn_commands[];
@@ -93,6 +94,7 @@ typedef struct wn_kid {
     HANDLE exit_event;
     HANDLE accepting;
     HANDLE retire;
+    int told;                 /* told to stop: finishing its connections */
 } wn_kid;
 
 int wn_handoff_spawn(apr_pool_t *p, int slot, wn_kid *kid);

@@ -2,7 +2,7 @@
  * (ThreadsPerChild, ThreadLimit, GracefulShutdownTimeout; the core's
  * MaxConnectionsPerChild, AcceptFilter, EnableSendfile apply as for stock
  * mpm_winnt); new ones for new behaviour: AcceptExPending,
- * AcceptSocketReuse.  Bad values fail at start-up naming the directive. */
+ * AcceptSocketReuse, ChildProcesses.  Bad values fail at start-up naming the directive. */
 #include "wn.h"
 
 #include "http_core.h"
@@ -11,7 +11,7 @@
 
 wn_settings wn_conf;
 wn_limits wn_run;
-int wn_first_thread_limit;
+wn_fixed wn_first;            /* zeros until the first start-up */
 
 void wn_config_pre(void)
 {
@@ -19,6 +19,7 @@ void wn_config_pre(void)
     wn_conf.thread_limit = WN_UNSET;
     wn_conf.accepts = WN_UNSET;
     wn_conf.reuse = WN_UNSET;
+    wn_conf.children = WN_UNSET;
     ap_graceful_shutdown_timeout = 0;
 }
 
@@ -57,6 +58,11 @@ static const char *set_accepts(cmd_parms *cmd, void *d, const char *arg)
     return set_count(cmd, arg, 1, WN_MAX_ACCEPTS, &wn_conf.accepts);
 }
 
+static const char *set_children(cmd_parms *cmd, void *d, const char *arg)
+{
+    return set_count(cmd, arg, 1, WN_MAX_CHILDREN, &wn_conf.children);
+}
+
 static const char *set_reuse(cmd_parms *cmd, void *d, const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
@@ -84,26 +90,47 @@ const command_rec wn_commands[] = {
     AP_INIT_TAKE1("AcceptSocketReuse", set_reuse, NULL, RSRC_CONF,
                   "How accept sockets are recycled: auto, transmitfile, "
                   "disconnectex or off"),
+    AP_INIT_TAKE1("ChildProcesses", set_children, NULL, RSRC_CONF,
+                  "Child processes accepting in parallel (1-16)"),
     { NULL }
 };
+
+static void warn_kept(server_rec *s, int changed)
+{
+    if (changed & WN_CHANGED_THREAD_LIMIT)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, WN_TAG
+                     "changing ThreadLimit needs a full stop and start; "
+                     "keeping %d until then", wn_run.thread_limit);
+    if (changed & WN_CHANGED_CHILDREN)
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, WN_TAG
+                     "ChildProcesses %d needs a full stop and start (the "
+                     "scoreboard was sized for %d); keeping %d until then",
+                     wn_conf.children, wn_run.process_slots / WN_SLOTS_PER_CHILD,
+                     wn_run.children);
+}
 
 int wn_config_check(apr_pool_t *plog, server_rec *s)
 {
     int changed;
-    /* A child sizes its view of the scoreboard as the parent made it. */
-    int first = WN_IS_CHILD() ? wn_me.thread_limit : wn_first_thread_limit;
-    const char *err = wn_resolve(&wn_conf, first, &wn_run, &changed);
+    wn_fixed first = wn_first;
+    const char *err;
 
+    /* A child sizes its view of the scoreboard as the parent made it. */
+    if (WN_IS_CHILD()) {
+        first.thread_limit = wn_me.thread_limit;
+        first.process_slots = wn_me.server_limit;
+    }
+    err = wn_resolve(&wn_conf, &first, &wn_run, &changed);
     if (err) {
         ap_log_error(APLOG_MARK, APLOG_CRIT | APLOG_STARTUP, 0, NULL,
                      WN_TAG "%s", err);
         return !OK;
     }
     if (changed && !WN_IS_CHILD())
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, WN_TAG
-                     "changing ThreadLimit needs a full stop and start; "
-                     "keeping %d until then", wn_run.thread_limit);
-    if (!wn_first_thread_limit)
-        wn_first_thread_limit = wn_run.thread_limit;
+        warn_kept(s, changed);
+    if (!wn_first.thread_limit) {
+        wn_first.thread_limit = wn_run.thread_limit;
+        wn_first.process_slots = wn_run.process_slots;
+    }
     return OK;
 }

@@ -302,7 +302,7 @@ int wn_handoff_spawn(apr_pool_t *pool, int slot, wn_kid *kid)
     w.h.generation = wn_generation;
     w.h.slot = slot;
     w.h.thread_limit = wn_run.thread_limit;
-    w.h.server_limit = WN_PROCESS_SLOTS;
+    w.h.server_limit = wn_run.process_slots;
     apr_os_shm_get(&sb, ap_scoreboard_shm);
     if (dup_to(kid->proc, started, EVENT_MODIFY_STATE, &w.h.started)
         || dup_to(kid->proc, kid->accepting, EVENT_MODIFY_STATE, &w.h.accepting)

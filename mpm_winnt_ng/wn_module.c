@@ -28,7 +28,8 @@ static int wn_query(int query_code, int *result, apr_status_t *rv)
     *rv = APR_SUCCESS;
     switch (query_code) {
     case AP_MPMQ_MAX_DAEMON_USED:
-        *result = WN_PROCESS_SLOTS;
+        /* children and their successors or retiring predecessors */
+        *result = wn_run.process_slots;
         break;
     case AP_MPMQ_IS_THREADED:
         *result = AP_MPMQ_STATIC;
@@ -40,7 +41,7 @@ static int wn_query(int query_code, int *result, apr_status_t *rv)
         *result = 1;          /* keep-alive waits on the port (wn_keepalive.c) */
         break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:
-        *result = WN_PROCESS_SLOTS;
+        *result = wn_run.process_slots;
         break;
     case AP_MPMQ_HARD_LIMIT_THREADS:
         *result = wn_run.thread_limit;
@@ -58,7 +59,7 @@ static int wn_query(int query_code, int *result, apr_status_t *rv)
             *result = ap_max_requests_per_child;
         break;
     case AP_MPMQ_MAX_DAEMONS:
-        *result = 1;
+        *result = wn_run.children;
         break;
     case AP_MPMQ_MPM_STATE:
         *result = wn_mpm_state;

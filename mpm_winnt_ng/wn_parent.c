@@ -1,20 +1,44 @@
-/* The parent process: keeps one serving child, hands over to a new child
- * on restart without a gap, and stops.
+/* The parent process: keeps ChildProcesses children serving, replaces one
+ * that dies while the others keep serving, hands over to new children on
+ * restart without a gap, and stops.
  *
- * A restart (or a child reaching MaxConnectionsPerChild) starts the new
- * child while the old one still accepts; both take connections from the
- * same listening sockets (one kernel accept queue), and the old child is
- * told to stop only once the new one has its AcceptEx calls posted.  The
- * old child then serves what it already accepted and exits.  Two
- * scoreboard slots: the serving child and the retiring one. */
+ * Every child accepts from the same listening sockets (one kernel accept
+ * queue), so a new child can take connections while an old one still
+ * does.  A restart replaces the children one at a time: a new child is
+ * started, and only once it has its AcceptEx calls posted is one old child
+ * told to stop; that one serves what it already accepted and exits.
+ * MaxConnectionsPerChild retires just the child that reached it, the same
+ * way.  Scoreboard process slots are twice the children: each child's
+ * successor or retiring predecessor needs one too. */
 #include "wn.h"
 
 #include "http_main.h"
 #include "mpm_common.h"
 #include "ap_mpm.h"
+#include "apr_strings.h"
 
-static wn_kid current;        /* survive restarts: statics, not pconf */
-static wn_kid retiring;
+#define WN_MAX_SLOTS (WN_MAX_CHILDREN * WN_SLOTS_PER_CHILD)
+
+/* Indexed by scoreboard slot; they survive restarts (statics, not pconf). */
+static wn_kid kids[WN_MAX_SLOTS];
+
+/* After a replacement failed to start, when to try again. */
+static apr_time_t next_fill;
+#define WN_FILL_RETRY apr_time_from_sec(10)
+
+static int is_serving(const wn_kid *kid)
+{
+    return kid->proc && !kid->told;
+}
+
+static int count_serving(void)
+{
+    int slot, n = 0;
+
+    for (slot = 0; slot < wn_run.process_slots; slot++)
+        n += is_serving(&kids[slot]);
+    return n;
+}
 
 static void note_started(const wn_kid *kid)
 {
@@ -29,7 +53,7 @@ static void note_gone(wn_kid *kid)
 {
     int i;
 
-    if (kid->slot >= 0 && kid->slot < WN_PROCESS_SLOTS) {
+    if (kid->slot >= 0 && kid->slot < wn_run.process_slots) {
         ap_scoreboard_image->parent[kid->slot].pid = 0;
         ap_scoreboard_image->parent[kid->slot].quiescing = 0;
         for (i = 0; i < wn_run.thread_limit; i++)
@@ -51,6 +75,11 @@ static DWORD exit_code(const wn_kid *kid)
     return code;
 }
 
+static int has_exited(const wn_kid *kid)
+{
+    return WaitForSingleObject(kid->proc, 0) == WAIT_OBJECT_0;
+}
+
 /* Milliseconds a told child may take to finish before it is killed:
  * its own drain bound plus slack. */
 static DWORD stop_grace_ms(void)
@@ -66,124 +95,285 @@ static DWORD stop_grace_ms(void)
 
 static void tell_to_stop(wn_kid *kid)
 {
-    if (!kid->proc)
+    if (!kid->proc || kid->told)
         return;
+    kid->told = 1;
     ap_scoreboard_image->parent[kid->slot].quiescing = 1;
     SetEvent(kid->exit_event);
+}
+
+static void kill_late(wn_kid *kid, DWORD waited_ms)
+{
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, WN_TAG
+                 "child %lu did not finish within %lu ms; terminating it "
+                 "(connections still open on it are cut)",
+                 (unsigned long)kid->pid, (unsigned long)waited_ms);
+    TerminateProcess(kid->proc, 1);
+    WaitForSingleObject(kid->proc, 5000);
 }
 
 static void wait_or_kill(wn_kid *kid, DWORD ms)
 {
     if (!kid->proc)
         return;
-    if (WaitForSingleObject(kid->proc, ms) != WAIT_OBJECT_0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, WN_TAG
-                     "child %lu did not finish within %lu ms; terminating it "
-                     "(connections still open on it are cut)",
-                     (unsigned long)kid->pid, (unsigned long)ms);
-        TerminateProcess(kid->proc, 1);
-        WaitForSingleObject(kid->proc, 5000);
-    }
+    if (WaitForSingleObject(kid->proc, ms) != WAIT_OBJECT_0)
+        kill_late(kid, ms);
     note_gone(kid);
 }
 
-static int free_slot(void)
+/* Forgets retiring children that have exited. */
+static void reap_retired(void)
 {
     int slot;
 
-    for (slot = 0; slot < WN_PROCESS_SLOTS; slot++)
-        if ((!current.proc || current.slot != slot)
-            && (!retiring.proc || retiring.slot != slot))
-            return slot;
-    return -1;
+    for (slot = 0; slot < wn_run.process_slots; slot++)
+        if (kids[slot].proc && kids[slot].told && has_exited(&kids[slot])) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
+                         "retired child %lu exited",
+                         (unsigned long)kids[slot].pid);
+            note_gone(&kids[slot]);
+        }
 }
 
-/* Starts `current` and waits until it accepts.  The previous serving child
- * (now `retiring`) is told to stop only then.  Returns 0, or -1 when no
- * child could be started and none is left serving. */
-static int start_current(void)
+/* A free scoreboard slot.  When retiring children hold all the spare
+ * ones (restarts in quick succession), waits for one of them to finish,
+ * and kills it when it takes longer than it may. */
+static int free_slot(void)
+{
+    HANDLE wait[WN_MAX_SLOTS];
+    int told[WN_MAX_SLOTS], n = 0, slot;
+    DWORD r, ms = stop_grace_ms();
+
+    reap_retired();
+    for (slot = 0; slot < wn_run.process_slots; slot++) {
+        if (!kids[slot].proc)
+            return slot;
+        if (kids[slot].told) {
+            wait[n] = kids[slot].proc;
+            told[n++] = slot;
+        }
+    }
+    if (n == 0)
+        return -1;
+    r = WaitForMultipleObjects(n, wait, FALSE, ms);
+    slot = r < WAIT_OBJECT_0 + (DWORD)n ? told[r - WAIT_OBJECT_0] : told[0];
+    if (!has_exited(&kids[slot]))
+        kill_late(&kids[slot], ms);
+    note_gone(&kids[slot]);
+    return slot;
+}
+
+/* Starts a child and waits until it accepts.  Returns it, or NULL. */
+static wn_kid *start_child(void)
 {
     HANDLE wait[2];
-    apr_time_t t0 = apr_time_now();
+    wn_kid *kid;
     DWORD r;
     int slot = free_slot();
 
-    if (slot < 0 || wn_handoff_spawn(wn_pconf, slot, &current) != 0)
-        goto failed;
-    note_started(&current);
-    wait[0] = current.accepting;
-    wait[1] = current.proc;
+    if (slot < 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, WN_TAG
+                     "no free scoreboard slot for a new child");
+        return NULL;
+    }
+    kid = &kids[slot];
+    if (wn_handoff_spawn(wn_pconf, slot, kid) != 0)
+        return NULL;
+    note_started(kid);
+    wait[0] = kid->accepting;
+    wait[1] = kid->proc;
     r = WaitForMultipleObjects(2, wait, FALSE, 120000);
     if (r != WAIT_OBJECT_0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, WN_TAG
                      "child %lu %s while starting (exit code %lu)",
-                     (unsigned long)current.pid,
+                     (unsigned long)kid->pid,
                      r == WAIT_OBJECT_0 + 1 ? "exited" : "did not accept "
                      "within 120 s", r == WAIT_OBJECT_0 + 1
-                     ? (unsigned long)exit_code(&current) : 0UL);
-        TerminateProcess(current.proc, APEXIT_CHILDINIT);
-        note_gone(&current);
-        goto failed;
+                     ? (unsigned long)exit_code(kid) : 0UL);
+        TerminateProcess(kid->proc, APEXIT_CHILDINIT);
+        note_gone(kid);
+        return NULL;
     }
-    if (retiring.proc) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, WN_TAG
-                     "child %lu accepting after %d ms; child %lu stops "
-                     "accepting and finishes its connections",
-                     (unsigned long)current.pid,
-                     (int)apr_time_as_msec(apr_time_now() - t0),
-                     (unsigned long)retiring.pid);
-        tell_to_stop(&retiring);
-    }
-    return 0;
+    return kid;
+}
 
-failed:
-    if (retiring.proc && WaitForSingleObject(retiring.proc, 0) != WAIT_OBJECT_0
-        && WaitForSingleObject(retiring.exit_event, 0) != WAIT_OBJECT_0) {
+/* Starts old's successor; old is told to stop once the successor accepts,
+ * and keeps serving if it cannot start.  Returns 0 or -1. */
+static int replace(wn_kid *old)
+{
+    apr_time_t t0 = apr_time_now();
+    wn_kid *kid = start_child();
+
+    if (!kid) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, WN_TAG
                      "the new child failed to start; child %lu keeps serving "
                      "(fix the cause and restart again)",
-                     (unsigned long)retiring.pid);
-        current = retiring;
-        memset(&retiring, 0, sizeof retiring);
-        return 0;
+                     (unsigned long)old->pid);
+        return -1;
     }
-    return -1;
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, WN_TAG
+                 "child %lu accepting after %d ms; child %lu stops "
+                 "accepting and finishes its connections",
+                 (unsigned long)kid->pid,
+                 (int)apr_time_as_msec(apr_time_now() - t0),
+                 (unsigned long)old->pid);
+    tell_to_stop(old);
+    return 0;
 }
 
-/* The serving child becomes the retiring one; a child still retiring from
- * an earlier hand-over must be gone first (two slots). */
-static void retire_current(void)
+/* After a restart: every child of an earlier generation is replaced, one
+ * at a time, so the others serve throughout.  Children beyond a lowered
+ * ChildProcesses stop once the new ones accept; fill() starts those
+ * beyond a raised one. */
+static void replace_old_generation(void)
 {
-    if (retiring.proc) {
-        tell_to_stop(&retiring);
-        wait_or_kill(&retiring, stop_grace_ms());
+    wn_kid *old[WN_MAX_SLOTS];
+    int n_old = 0, i, slot;
+
+    for (slot = 0; slot < wn_run.process_slots; slot++)
+        if (is_serving(&kids[slot]) && kids[slot].generation != wn_generation)
+            old[n_old++] = &kids[slot];
+    for (i = 0; i < n_old; i++) {
+        if (i < wn_run.children) {
+            if (replace(old[i]) != 0)
+                return;           /* the rest keep serving */
+            continue;
+        }
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, WN_TAG
+                     "ChildProcesses is now %d; child %lu stops accepting "
+                     "and finishes its connections", wn_run.children,
+                     (unsigned long)old[i]->pid);
+        tell_to_stop(old[i]);
     }
-    retiring = current;
-    memset(&current, 0, sizeof current);
+}
+
+/* Starts children until ChildProcesses serve.  Returns 0, or -1 when one
+ * could not be started (tried again after WN_FILL_RETRY). */
+static int fill(void)
+{
+    while (count_serving() < wn_run.children) {
+        if (!start_child()) {
+            next_fill = apr_time_now() + WN_FILL_RETRY;
+            if (count_serving() > 0)
+                ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, WN_TAG
+                             "serving with %d of %d children; trying again "
+                             "in 10 s", count_serving(), wn_run.children);
+            return -1;
+        }
+    }
+    next_fill = 0;
+    return 0;
 }
 
 static void stop_all(void)
 {
-    DWORD ms = stop_grace_ms();
+    apr_time_t deadline = apr_time_now()
+                          + apr_time_from_msec(stop_grace_ms());
+    int slot;
 
     wn_mpm_state = AP_MPMQ_STOPPING;
-    tell_to_stop(&current);
-    tell_to_stop(&retiring);
-    wait_or_kill(&current, ms);
-    wait_or_kill(&retiring, ms);
+    for (slot = 0; slot < wn_run.process_slots; slot++)
+        tell_to_stop(&kids[slot]);
+    /* They drain in parallel: one deadline for all. */
+    for (slot = 0; slot < wn_run.process_slots; slot++) {
+        apr_interval_time_t left = deadline - apr_time_now();
+        wait_or_kill(&kids[slot], left > 0 ? (DWORD)apr_time_as_msec(left) : 0);
+    }
 }
 
-enum { W_SHUTDOWN, W_RESTART, W_CHILD, W_RETIRE, W_OLD, W_COUNT };
+static int is_fatal(DWORD code)
+{
+    return code == APEXIT_CHILDFATAL || code == APEXIT_CHILDINIT
+           || code == APEXIT_INIT;
+}
+
+/* A serving child exited on its own.  Returns 0, or -1 to shut down. */
+static int child_died(server_rec *s, wn_kid *kid)
+{
+    DWORD code = exit_code(kid);
+    int fatal = is_fatal(code);
+    int others = count_serving() - 1;
+    char serving[48] = "";
+
+    if (others)
+        apr_snprintf(serving, sizeof serving,
+                     " (other children serving: %d)", others);
+    ap_log_error(APLOG_MARK, fatal ? APLOG_CRIT : APLOG_ERR, 0, s,
+                 WN_TAG "child %lu exited with status %lu; %s%s",
+                 (unsigned long)kid->pid, (unsigned long)code,
+                 fatal ? "it cannot start, shutting down" : "starting another",
+                 serving);
+    note_gone(kid);
+    if (fatal)
+        return -1;
+    return fill() != 0 && count_serving() == 0 ? -1 : 0;
+}
+
+/* A child reached MaxConnectionsPerChild: only it is replaced. */
+static void child_retires(server_rec *s, wn_kid *kid)
+{
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, WN_TAG
+                 "child %lu reached MaxConnectionsPerChild; "
+                 "starting its replacement", (unsigned long)kid->pid);
+    if (replace(kid) != 0)
+        ResetEvent(kid->retire);      /* serves on rather than retry hot */
+}
+
+enum { W_SHUTDOWN, W_RESTART, W_CHILD, W_RETIRE, W_OLD };
+
+typedef struct wait_set {
+    HANDLE h[MAXIMUM_WAIT_OBJECTS];
+    int what[MAXIMUM_WAIT_OBJECTS];
+    wn_kid *kid[MAXIMUM_WAIT_OBJECTS];
+    int n;
+} wait_set;
+
+static void wait_add(wait_set *w, HANDLE h, int what, wn_kid *kid)
+{
+    if (w->n == MAXIMUM_WAIT_OBJECTS)
+        return;               /* cannot happen with WN_MAX_CHILDREN; a
+                                 retiring child left out is reaped on the
+                                 next tick */
+    w->h[w->n] = h;
+    w->what[w->n] = what;
+    w->kid[w->n++] = kid;
+}
+
+static void build_wait_set(wait_set *w)
+{
+    int slot;
+
+    w->n = 0;
+    wait_add(w, wn_control_shutdown_event(), W_SHUTDOWN, NULL);
+    wait_add(w, wn_control_restart_event(), W_RESTART, NULL);
+    for (slot = 0; slot < wn_run.process_slots; slot++) {
+        wn_kid *kid = &kids[slot];
+        if (!kid->proc)
+            continue;
+        if (kid->told) {
+            wait_add(w, kid->proc, W_OLD, kid);
+        } else {
+            wait_add(w, kid->proc, W_CHILD, kid);
+            wait_add(w, kid->retire, W_RETIRE, kid);
+        }
+    }
+}
+
+/* Once a second: retiring children that exited, and a replacement that
+ * failed to start earlier. */
+static int tick(void)
+{
+    reap_retired();
+    if (next_fill && apr_time_now() >= next_fill)
+        return fill() != 0 && count_serving() == 0 ? -1 : 0;
+    return 0;
+}
 
 int wn_parent_run(server_rec *s)
 {
-    HANDLE shutdown_ev = wn_control_shutdown_event();
-    HANDLE restart_ev = wn_control_restart_event();
-
     ap_scoreboard_image->global->running_generation = wn_generation;
-    if (current.proc)
-        retire_current();
-    if (start_current() != 0) {
+    replace_old_generation();
+    if (fill() != 0 && count_serving() == 0) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, WN_TAG
                      "no child could be started; shutting down");
         stop_all();
@@ -192,74 +382,55 @@ int wn_parent_run(server_rec *s)
     wn_mpm_state = AP_MPMQ_RUNNING;
 
     for (;;) {
-        HANDLE wait[W_COUNT];
-        int map[W_COUNT], n = 0, which;
+        wait_set w;
         DWORD r;
+        int i;
 
-        wait[n] = shutdown_ev; map[n++] = W_SHUTDOWN;
-        wait[n] = restart_ev; map[n++] = W_RESTART;
-        wait[n] = current.proc; map[n++] = W_CHILD;
-        wait[n] = current.retire; map[n++] = W_RETIRE;
-        if (retiring.proc) {
-            wait[n] = retiring.proc; map[n++] = W_OLD;
-        }
-        r = WaitForMultipleObjects(n, wait, FALSE, 1000);
-        if (r == WAIT_TIMEOUT)
+        build_wait_set(&w);
+        r = WaitForMultipleObjects(w.n, w.h, FALSE, 1000);
+        if (r == WAIT_TIMEOUT) {
+            if (tick() != 0)
+                break;
             continue;
-        if (r >= WAIT_OBJECT_0 + (DWORD)n) {
+        }
+        if (r >= WAIT_OBJECT_0 + (DWORD)w.n) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, apr_get_os_error(), s,
                          WN_TAG "waiting for events failed; shutting down");
-            stop_all();
-            return 0;
+            break;
         }
-        which = map[r - WAIT_OBJECT_0];
-        switch (which) {
+        i = r - WAIT_OBJECT_0;
+        switch (w.what[i]) {
         case W_SHUTDOWN:
-            ResetEvent(shutdown_ev);
+            ResetEvent(w.h[i]);
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                          WN_TAG "shutdown requested; stopping");
             stop_all();
             return 0;
         case W_RESTART:
-            ResetEvent(restart_ev);
+            ResetEvent(w.h[i]);
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, WN_TAG
                          "restart requested; reading the configuration, "
-                         "child %lu serves meanwhile", (unsigned long)current.pid);
+                         "%d children serve meanwhile", count_serving());
             wn_generation++;
             wn_mpm_state = AP_MPMQ_STARTING;
             return 1;
         case W_RETIRE:
-            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, WN_TAG
-                         "child %lu reached MaxConnectionsPerChild; "
-                         "starting its replacement", (unsigned long)current.pid);
-            retire_current();
-            if (start_current() != 0) {
-                stop_all();
-                return 0;
-            }
+            child_retires(s, w.kid[i]);
             break;
         case W_OLD:
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, WN_TAG
-                         "retired child %lu exited", (unsigned long)retiring.pid);
-            note_gone(&retiring);
+                         "retired child %lu exited",
+                         (unsigned long)w.kid[i]->pid);
+            note_gone(w.kid[i]);
             break;
-        case W_CHILD: {
-            DWORD code = exit_code(&current);
-            int fatal = code == APEXIT_CHILDFATAL || code == APEXIT_CHILDINIT
-                        || code == APEXIT_INIT;
-
-            ap_log_error(APLOG_MARK, fatal ? APLOG_CRIT : APLOG_ERR, 0, s,
-                         WN_TAG "child %lu exited with status %lu; %s",
-                         (unsigned long)current.pid, (unsigned long)code,
-                         fatal ? "it cannot start, shutting down"
-                               : "starting another");
-            note_gone(&current);
-            if (fatal || start_current() != 0) {
+        case W_CHILD:
+            if (child_died(s, w.kid[i]) != 0) {
                 stop_all();
                 return 0;
             }
             break;
         }
-        }
     }
+    stop_all();
+    return 0;
 }

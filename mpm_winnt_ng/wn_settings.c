@@ -56,16 +56,36 @@ const char *wn_reuse_name(wn_reuse_mode mode)
     return reuse_names[mode];
 }
 
-const char *wn_resolve(const wn_settings *s, int first_thread_limit,
-                       wn_limits *out, int *changed_limit)
+/* Children and process slots: slots are fixed by the first start-up; a
+ * later ChildProcesses larger than they hold keeps the most they hold. */
+static void resolve_children(const wn_settings *s, const wn_fixed *first,
+                             wn_limits *out, int *changed)
+{
+    int children = s->children == WN_UNSET ? WN_DEFAULT_CHILDREN
+                                           : s->children;
+
+    if (first->process_slots <= 0) {
+        out->process_slots = children * WN_SLOTS_PER_CHILD;
+    } else {
+        out->process_slots = first->process_slots;
+        if (children * WN_SLOTS_PER_CHILD > first->process_slots) {
+            *changed |= WN_CHANGED_CHILDREN;
+            children = first->process_slots / WN_SLOTS_PER_CHILD;
+        }
+    }
+    out->children = children;
+}
+
+const char *wn_resolve(const wn_settings *s, const wn_fixed *first,
+                       wn_limits *out, int *changed)
 {
     int limit = s->thread_limit == WN_UNSET ? WN_DEFAULT_THREAD_LIMIT
                                             : s->thread_limit;
 
-    *changed_limit = 0;
-    if (first_thread_limit > 0 && limit != first_thread_limit) {
-        *changed_limit = 1;
-        limit = first_thread_limit;
+    *changed = 0;
+    if (first->thread_limit > 0 && limit != first->thread_limit) {
+        *changed |= WN_CHANGED_THREAD_LIMIT;
+        limit = first->thread_limit;
     }
     out->thread_limit = limit;
     out->threads_per_child = s->threads_per_child == WN_UNSET
@@ -77,5 +97,6 @@ const char *wn_resolve(const wn_settings *s, int first_thread_limit,
                "(a full stop and start is needed) or lower ThreadsPerChild";
     out->accepts = s->accepts == WN_UNSET ? WN_DEFAULT_ACCEPTS : s->accepts;
     out->reuse = s->reuse == WN_UNSET ? WN_REUSE_AUTO : (wn_reuse_mode)s->reuse;
+    resolve_children(s, first, out, changed);
     return NULL;
 }

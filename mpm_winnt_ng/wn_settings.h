@@ -15,9 +15,15 @@
 #define WN_DEFAULT_ACCEPTS 32
 #define WN_MAX_ACCEPTS 4096
 
-/* Scoreboard process slots: the serving child and one retiring child
- * finishing its connections after a restart. */
-#define WN_PROCESS_SLOTS 2
+/* ChildProcesses: serving children accepting from the same listeners.
+ * Each has a scoreboard process slot and one more for its successor or a
+ * retiring predecessor finishing its connections, so the slots are twice
+ * the count.  The parent waits on two handles per serving child and one
+ * per retiring child plus two control events: with 16 that is 50, inside
+ * WaitForMultipleObjects' 64. */
+#define WN_DEFAULT_CHILDREN 1
+#define WN_MAX_CHILDREN 16
+#define WN_SLOTS_PER_CHILD 2
 
 /* AcceptSocketReuse: how a connection's socket is made ready for the next
  * AcceptEx instead of being closed. */
@@ -33,6 +39,7 @@ typedef struct wn_settings {
     int thread_limit;
     int accepts;              /* AcceptExPending */
     int reuse;                /* wn_reuse_mode, WN_UNSET: auto */
+    int children;             /* ChildProcesses */
 } wn_settings;
 
 typedef struct wn_limits {
@@ -40,7 +47,21 @@ typedef struct wn_limits {
     int thread_limit;         /* fixed at first start-up, as stock */
     int accepts;
     wn_reuse_mode reuse;
+    int children;             /* serving child processes */
+    int process_slots;        /* scoreboard process slots, fixed at first
+                                 start-up */
 } wn_limits;
+
+/* What the scoreboard was sized with at first start-up (zeros before). */
+typedef struct wn_fixed {
+    int thread_limit;
+    int process_slots;
+} wn_fixed;
+
+/* Set in *changed by wn_resolve: a restart asked for more than the
+ * scoreboard holds; the kept value is in the limits. */
+#define WN_CHANGED_THREAD_LIMIT 1
+#define WN_CHANGED_CHILDREN 2
 
 /* Parses a decimal integer in [min, max] into *out.  Returns 0, or -1 when
  * arg is not a whole number, -2 when it is out of range. */
@@ -51,13 +72,13 @@ int wn_parse_int(const char *arg, int min, int max, int *out);
 int wn_parse_reuse(const char *arg, wn_reuse_mode *out);
 const char *wn_reuse_name(wn_reuse_mode mode);
 
-/* Resolves settings into limits.  first_thread_limit is the ThreadLimit
- * the server started with (0 at first start-up): it cannot change on a
- * restart because the scoreboard is sized by it.  Returns NULL, or a
- * message naming the directive that is wrong (the caller fails the start-up
- * with it).  *changed_limit is set when a restart asked for a different
- * ThreadLimit (kept, with a warning by the caller). */
-const char *wn_resolve(const wn_settings *s, int first_thread_limit,
-                       wn_limits *out, int *changed_limit);
+/* Resolves settings into limits.  first holds what the scoreboard was
+ * sized with (zeros at first start-up): ThreadLimit cannot change on a
+ * restart, and ChildProcesses cannot rise above half the process slots.
+ * Returns NULL, or a message naming the directive that is wrong (the
+ * caller fails the start-up with it).  *changed gets WN_CHANGED_* bits for
+ * values a restart could not take (kept, with a warning by the caller). */
+const char *wn_resolve(const wn_settings *s, const wn_fixed *first,
+                       wn_limits *out, int *changed);
 
 #endif

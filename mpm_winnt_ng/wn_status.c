@@ -9,6 +9,24 @@
 
 wn_counters wn_stats;
 
+/* Pids of the children accepting now (not those finishing after a
+ * restart), as the parent noted them in the scoreboard. */
+static void show_serving_pids(request_rec *r)
+{
+    int i;
+    const char *sep = "";
+
+    ap_rputs("WinNTNGServingPids: ", r);
+    for (i = 0; i < wn_run.process_slots; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+        if (ps && ps->pid && !ps->quiescing) {
+            ap_rprintf(r, "%s%lu", sep, (unsigned long)ps->pid);
+            sep = " ";
+        }
+    }
+    ap_rputs("\n", r);
+}
+
 static int show_counters(request_rec *r, int flags)
 {
     static const struct { const char *name; size_t off; } rows[] = {
@@ -38,6 +56,7 @@ static int show_counters(request_rec *r, int flags)
         ap_rprintf(r, "WinNTNGConnections: %ld\n", (long)wn_stats.connections);
         ap_rprintf(r, "WinNTNGKeepAliveParked: %d\n", wn_keepalive_count());
         ap_rprintf(r, "WinNTNGChildPid: %lu\n", (unsigned long)wn_my_pid);
+        show_serving_pids(r);
         return OK;
     }
     ap_rputs("<h2>mpm_winnt_ng (this child)</h2>\n<table>\n", r);

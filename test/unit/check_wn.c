@@ -10,9 +10,11 @@
 
 static wn_settings unset(void)
 {
-    wn_settings s = { WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET };
+    wn_settings s = { WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET };
     return s;
 }
+
+static const wn_fixed first_start = { 0, 0 };
 
 START_TEST(whole_numbers_in_range_parse)
 {
@@ -68,11 +70,13 @@ START_TEST(defaults_are_stock_mpm_winnt_s)
     wn_limits l;
     int changed = 1;
 
-    ck_assert_ptr_null(wn_resolve(&s, 0, &l, &changed));
+    ck_assert_ptr_null(wn_resolve(&s, &first_start, &l, &changed));
     ck_assert_int_eq(l.threads_per_child, 64);
     ck_assert_int_eq(l.thread_limit, 1920);
     ck_assert_int_eq(l.accepts, WN_DEFAULT_ACCEPTS);
     ck_assert_int_eq(l.reuse, WN_REUSE_AUTO);
+    ck_assert_int_eq(l.children, 1);
+    ck_assert_int_eq(l.process_slots, 2);
     ck_assert_int_eq(changed, 0);
 }
 END_TEST
@@ -86,14 +90,14 @@ START_TEST(threads_above_the_limit_fail_naming_both)
 
     s.threads_per_child = 200;
     s.thread_limit = 100;
-    err = wn_resolve(&s, 0, &l, &changed);
+    err = wn_resolve(&s, &first_start, &l, &changed);
     ck_assert_ptr_nonnull(err);
     ck_assert_ptr_nonnull(strstr(err, "ThreadsPerChild"));
     ck_assert_ptr_nonnull(strstr(err, "ThreadLimit"));
     /* a small ThreadLimit alone lowers the default ThreadsPerChild */
     s.threads_per_child = WN_UNSET;
     s.thread_limit = 10;
-    ck_assert_ptr_null(wn_resolve(&s, 0, &l, &changed));
+    ck_assert_ptr_null(wn_resolve(&s, &first_start, &l, &changed));
     ck_assert_int_eq(l.threads_per_child, 10);
 }
 END_TEST
@@ -103,17 +107,73 @@ START_TEST(thread_limit_is_kept_over_a_restart)
     wn_settings s = unset();
     wn_limits l;
     int changed;
+    wn_fixed first = { 300, 2 };
 
     s.thread_limit = 500;
-    ck_assert_ptr_null(wn_resolve(&s, 300, &l, &changed));
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
     ck_assert_int_eq(l.thread_limit, 300);
-    ck_assert_int_eq(changed, 1);
+    ck_assert_int_eq(changed, WN_CHANGED_THREAD_LIMIT);
     s.threads_per_child = 400;            /* fits 500, not the kept 300 */
-    ck_assert_ptr_nonnull(wn_resolve(&s, 300, &l, &changed));
+    ck_assert_ptr_nonnull(wn_resolve(&s, &first, &l, &changed));
     s.thread_limit = 300;
     s.threads_per_child = 300;
-    ck_assert_ptr_null(wn_resolve(&s, 300, &l, &changed));
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
     ck_assert_int_eq(changed, 0);
+}
+END_TEST
+
+START_TEST(process_slots_are_twice_the_children)
+{
+    wn_settings s = unset();
+    wn_limits l;
+    int changed;
+
+    s.children = 4;
+    ck_assert_ptr_null(wn_resolve(&s, &first_start, &l, &changed));
+    ck_assert_int_eq(l.children, 4);
+    ck_assert_int_eq(l.process_slots, 8);
+    s.children = WN_MAX_CHILDREN;
+    ck_assert_ptr_null(wn_resolve(&s, &first_start, &l, &changed));
+    ck_assert_int_eq(l.process_slots, WN_MAX_CHILDREN * 2);
+    ck_assert_int_eq(changed, 0);
+}
+END_TEST
+
+START_TEST(children_may_fall_but_not_rise_above_the_first_start)
+{
+    wn_settings s = unset();
+    wn_limits l;
+    int changed;
+    wn_fixed first = { WN_DEFAULT_THREAD_LIMIT, 6 };    /* started with 3 */
+
+    s.children = 2;                       /* lowered: fits, nothing kept */
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
+    ck_assert_int_eq(l.children, 2);
+    ck_assert_int_eq(l.process_slots, 6);
+    ck_assert_int_eq(changed, 0);
+    s.children = 3;                       /* back up to the first count */
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
+    ck_assert_int_eq(l.children, 3);
+    ck_assert_int_eq(changed, 0);
+    s.children = 5;                       /* more than the slots hold */
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
+    ck_assert_int_eq(l.children, 3);
+    ck_assert_int_eq(l.process_slots, 6);
+    ck_assert_int_eq(changed, WN_CHANGED_CHILDREN);
+    s.thread_limit = 10;                  /* both at once */
+    ck_assert_ptr_null(wn_resolve(&s, &first, &l, &changed));
+    ck_assert_int_eq(changed, WN_CHANGED_CHILDREN | WN_CHANGED_THREAD_LIMIT);
+}
+END_TEST
+
+START_TEST(the_wait_set_fits_wait_for_multiple_objects)
+{
+    /* two control events, two handles per serving child, one per retiring
+     * child: every slot filled is the most the parent waits on */
+    int most = 2 + WN_MAX_CHILDREN * 2
+               + (WN_MAX_CHILDREN * WN_SLOTS_PER_CHILD - WN_MAX_CHILDREN);
+
+    ck_assert_int_le(most, 64);
 }
 END_TEST
 
@@ -222,6 +282,9 @@ static Suite *suite(void)
     tcase_add_test(tc, defaults_are_stock_mpm_winnt_s);
     tcase_add_test(tc, threads_above_the_limit_fail_naming_both);
     tcase_add_test(tc, thread_limit_is_kept_over_a_restart);
+    tcase_add_test(tc, process_slots_are_twice_the_children);
+    tcase_add_test(tc, children_may_fall_but_not_rise_above_the_first_start);
+    tcase_add_test(tc, the_wait_set_fits_wait_for_multiple_objects);
     tcase_add_test(tc, auto_prefers_transmitfile_then_disconnectex);
     tcase_add_test(tc, a_forced_method_that_failed_its_check_closes);
     tcase_add_test(tc, recycled_sockets_breaking_in_a_row_turn_recycling_off);
