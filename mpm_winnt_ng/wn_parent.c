@@ -190,6 +190,7 @@ int wn_parent_run(server_rec *s)
         return 0;
     }
     wn_mpm_state = AP_MPMQ_RUNNING;
+    wn_service_running();
 
     for (;;) {
         HANDLE wait[W_COUNT];
