@@ -253,14 +253,18 @@ static void report(DWORD state, DWORD service_exit_code)
  * checkpoints stop and the manager may call the service hung. */
 static DWORD WINAPI checkpoints(LPVOID unused)
 {
-    int ticks;
+    DWORD last = 0;
+    int ticks = 0;
 
-    for (ticks = 0; ticks < WN_WAIT_START_S / 2; ticks++) {
+    for (;;) {
         Sleep(2000);
         EnterCriticalSection(&status_lock);
-        if (status.dwCurrentState == SERVICE_START_PENDING
-            || status.dwCurrentState == SERVICE_STOP_PENDING)
-            report(status.dwCurrentState, 0);
+        if (status.dwCurrentState != last)
+            ticks = 0;                 /* a new pending phase (or none) */
+        last = status.dwCurrentState;
+        if ((last == SERVICE_START_PENDING || last == SERVICE_STOP_PENDING)
+            && ++ticks <= WN_WAIT_START_S / 2)
+            report(last, 0);
         LeaveCriticalSection(&status_lock);
     }
     return 0;

@@ -283,7 +283,7 @@ class Service(unittest.TestCase):
             (("-k", "bogus", "-n", self.name), "unknown"),
             (("-k", "install", "-n", "a/b"), "service name"),
             (("-k", "install", "-n", "wnsvc-badconf", "-f", "Z:/nonexistent/"
-              "httpd.conf"), ""),
+              "httpd.conf"), "Could not open configuration file"),
         ]
         for args, text in cases:
             rc, out = self.httpd(*args)
