@@ -67,6 +67,17 @@ HANDLE wn_control_restart_event(void);
 void wn_control_register_signal_server(void);
 void wn_control_console_handler(int in_parent);
 
+/* ---- Windows service (wn_service.c) ---- */
+/* rewrite_args: what -k (k, or NULL) and -n (name, or NULL) ask for.
+ * Service commands that need no configuration are done here (the process
+ * exits); under the service manager the installed ConfigArgs are added to
+ * args.  Returns the -k left for ap_signal_server, or NULL to serve. */
+const char *wn_service_args(process_rec *process, apr_array_header_t *args,
+                            const char *k, const char *name);
+int wn_service_configuring(void);              /* -k install|config */
+int wn_service_after_config(int *exit_status, apr_pool_t *p);
+void wn_service_running(void);                 /* parent: a child accepts */
+
 /* ---- parent to child hand-off (wn_handoff.c) ---- */
 typedef struct wn_handoff {
     ap_generation_t generation;

@@ -138,12 +138,14 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
                  "listener, accept sockets %s", (unsigned long)wn_my_pid,
                  wn_run.threads_per_child, wn_run.accepts,
                  wn_recycle_method_name());
+    ap_scoreboard_image->parent[wn_slot].not_accepting = 0;
     if (WN_IS_CHILD())
         SetEvent(wn_me.accepting);
 
     serve_until_told(exit_event);
 
     wn_mpm_state = AP_MPMQ_STOPPING;
+    ap_scoreboard_image->parent[wn_slot].not_accepting = 1;
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu stops accepting; finishing %ld open connections "
                  "(%d waiting for a keep-alive request)",

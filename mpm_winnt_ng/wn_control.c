@@ -87,6 +87,8 @@ void wn_control_register_signal_server(void)
 /* The optional function httpd's main() looks up by this name. */
 int ap_signal_server(int *exit_status, apr_pool_t *pconf)
 {
+    if (wn_service_configuring())      /* -k install|config */
+        return wn_service_after_config(exit_status, pconf);
     return wn_signal_server(exit_status, pconf);
 }
 

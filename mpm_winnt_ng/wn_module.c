@@ -79,13 +79,14 @@ static const char *wn_get_name(void)
     return "WinNT-NG";
 }
 
-/* Runs before httpd parses its own arguments: takes -k (and refuses -n,
- * since this MPM does not run as a Windows service) and, in a child, reads
- * the hand-off header from the parent. */
+/* Runs before httpd parses its own arguments: takes -k and -n (the
+ * service commands are wn_service.c's) and, in a child, reads the
+ * hand-off header from the parent. */
 static void wn_rewrite_args(process_rec *process)
 {
     const char *pid_env = getenv("AP_PARENT_PID");
     apr_array_header_t *args;
+    const char *service_name = NULL;
     int i;
 
     wn_pconf = process->pconf;
@@ -111,27 +112,19 @@ static void wn_rewrite_args(process_rec *process)
                 fprintf(stderr, WN_TAG "%s needs a value\n", a);
                 exit(APEXIT_INIT);
             }
-            if (a[1] == 'n') {
-                fprintf(stderr, WN_TAG "-n %s: running as a Windows service "
-                        "is not supported by this MPM yet; run httpd.exe as a "
-                        "console process (or under a service wrapper)\n", val);
-                exit(APEXIT_INIT);
-            }
-            wn_signal_arg = val;
+            if (a[1] == 'n')
+                service_name = val;
+            else
+                wn_signal_arg = val;
             i++;
             continue;
         }
         *(const char **)apr_array_push(args) = a;
     }
-    if (wn_signal_arg
-        && strcmp(wn_signal_arg, "start") && strcmp(wn_signal_arg, "stop")
-        && strcmp(wn_signal_arg, "shutdown") && strcmp(wn_signal_arg, "restart")
-        && strcmp(wn_signal_arg, "graceful")
-        && strcmp(wn_signal_arg, "graceful-stop")) {
-        fprintf(stderr, WN_TAG "-k %s: unknown; use start, stop, restart, "
-                "graceful or graceful-stop\n", wn_signal_arg);
-        exit(APEXIT_INIT);
-    }
+    /* Service commands are done here, or after the configuration is read;
+     * what is left is -k for the console server. */
+    wn_signal_arg = wn_service_args(process, args, wn_signal_arg,
+                                    service_name);
     if (wn_signal_arg && strcmp(wn_signal_arg, "start") == 0)
         wn_signal_arg = NULL;
     *(const char **)apr_array_push(args) = NULL;

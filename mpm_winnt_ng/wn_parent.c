@@ -47,6 +47,7 @@ static void note_started(const wn_kid *kid)
     ps->pid = kid->pid;
     ps->generation = kid->generation;
     ps->quiescing = 0;
+    ps->not_accepting = 1;    /* until the child says it accepts */
 }
 
 static void note_gone(wn_kid *kid)
@@ -380,6 +381,7 @@ int wn_parent_run(server_rec *s)
         return 0;
     }
     wn_mpm_state = AP_MPMQ_RUNNING;
+    wn_service_running();
 
     for (;;) {
         wait_set w;

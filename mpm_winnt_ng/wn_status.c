@@ -9,8 +9,8 @@
 
 wn_counters wn_stats;
 
-/* Pids of the children accepting now (not those finishing after a
- * restart), as the parent noted them in the scoreboard. */
+/* Pids of the children accepting now (not those still starting or
+ * finishing after a restart), from the scoreboard. */
 static void show_serving_pids(request_rec *r)
 {
     int i;
@@ -19,7 +19,7 @@ static void show_serving_pids(request_rec *r)
     ap_rputs("WinNTNGServingPids: ", r);
     for (i = 0; i < wn_run.process_slots; i++) {
         process_score *ps = ap_get_scoreboard_process(i);
-        if (ps && ps->pid && !ps->quiescing) {
+        if (ps && ps->pid && !ps->quiescing && !ps->not_accepting) {
             ap_rprintf(r, "%s%lu", sep, (unsigned long)ps->pid);
             sep = " ";
         }

@@ -1,0 +1,298 @@
+"""mpm_winnt_ng as a Windows service, under Wine's service manager.
+
+Runs in a private copy of the wineprefix with its own persistent
+wineserver, so a failed step cannot leave a service behind in the prefix
+other tests use.  Wine's services.exe is booted with WINEDEBUG=+eventlog
+and its output kept: Wine's ReportEvent only writes the event text there,
+which is how these tests see the event log.  The steps run in order
+(test_01 ... test_09) on one installed service."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import winhttpd
+from winhttpd import WinHttpd, available, winpath, WINE
+
+WINESERVER = os.path.join(os.path.dirname(WINE), "wineserver")
+SERVICES_KEY = r"HKLM\SYSTEM\CurrentControlSet\Services"
+
+
+class WinePrefix:
+    """A private wineprefix copy with a persistent wineserver."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="wnsvc-")
+        self.path = os.path.join(self.dir, "pfx")
+        subprocess.run(["cp", "-a", winhttpd.PREFIX, self.path], check=True,
+                       timeout=300)
+        self.boot_log = os.path.join(self.dir, "services.log")
+        self.env = {"WINEPREFIX": self.path}
+        self.server = subprocess.Popen(
+            [WINESERVER, "-p", "-f"], env=winhttpd.wine_env(self.env),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        # services.exe (and so every service) gets this environment and
+        # this stderr: the service's event log entries end up in boot_log.
+        with open(self.boot_log, "wb") as log:
+            subprocess.run([WINE, "wineboot"], stdin=subprocess.DEVNULL,
+                           stdout=log, stderr=log, timeout=300,
+                           env=winhttpd.wine_env(dict(
+                               self.env, WINEDEBUG="+eventlog")))
+
+    def run(self, *args, timeout=240):
+        """(exit code, output) of a wine command.  Output goes through a
+        file: a pipe could be held open by a process the command starts."""
+        with tempfile.TemporaryFile() as out:
+            r = subprocess.run([WINE] + list(args), stdin=subprocess.DEVNULL,
+                               stdout=out, stderr=subprocess.STDOUT,
+                               env=winhttpd.wine_env(self.env),
+                               timeout=timeout)
+            out.seek(0)
+            return r.returncode, out.read().decode(errors="replace")
+
+    def event_log(self):
+        with open(self.boot_log, errors="replace") as f:
+            return "".join(l for l in f if ":eventlog:" in l)
+
+    def pids(self, needle=b""):
+        """Linux pids of this prefix's processes (whose command line holds
+        needle)."""
+        out = []
+        marker = b"WINEPREFIX=" + self.path.encode() + b"\0"
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if marker not in f.read():
+                        continue
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if needle in f.read():
+                        out.append(int(d))
+            except OSError:
+                pass
+        return out
+
+    def close(self):
+        subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(self.env),
+                       timeout=60)
+        try:
+            self.server.wait(20)
+        except subprocess.TimeoutExpired:
+            pass
+        for pid in self.pids() + [self.server.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_until(what, timeout=60, step=0.5):
+    deadline = time.time() + timeout
+    while True:
+        try:
+            v = what()
+            if v:
+                return v
+        except (OSError, AssertionError, KeyError, ValueError, IndexError):
+            pass
+        if time.time() > deadline:
+            return None
+        time.sleep(step)
+
+
+@unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng "
+                     "(build/win/build.sh ng)")
+class Service(unittest.TestCase):
+    """install, config, start, restart, stop, a failing start, uninstall."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pfx = WinePrefix()
+        cls.name = "wnsvc%d" % os.getpid()
+        cls.h = WinHttpd()
+        cls.h.put("hello.txt", b"hello from the service\n")
+        cls.h.write_conf()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.httpd("-k", "uninstall", "-n", cls.name)
+        finally:
+            cls.pfx.close()
+
+    @classmethod
+    def httpd(cls, *args):
+        return cls.pfx.run(cls.h.exe, *args)
+
+    def sc_state(self):
+        rc, out = self.pfx.run("sc", "query", self.name)
+        self.assertEqual(rc, 0, out)
+        for line in out.splitlines():
+            if "STATE" in line:
+                return line.split()[-1]
+        self.fail(out)
+
+    def reg(self, key):
+        return self.pfx.run("reg", "query", key)
+
+    def hello(self):
+        r = subprocess.run(["curl", "-sS", "-m", "10", "http://127.0.0.1:%d/"
+                            "hello.txt" % self.h.port],
+                           capture_output=True, timeout=30)
+        return r.stdout == b"hello from the service\n"
+
+    def port_closed(self):
+        r = subprocess.run(["curl", "-sS", "-m", "5", "http://127.0.0.1:%d/"
+                            % self.h.port], capture_output=True, timeout=30)
+        return r.returncode == 7          # could not connect
+
+    def test_01_install_creates_the_service_and_its_arguments(self):
+        rc, out = self.httpd("-k", "install", "-n", self.name,
+                             "-f", winpath(self.h.conf))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("installed", out)
+        rc, out = self.reg(SERVICES_KEY + "\\" + self.name)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("httpd.exe\" -k runservice", out)
+        self.assertRegex(out, r"Start\s+REG_DWORD\s+0x2")      # auto start
+        rc, out = self.reg(SERVICES_KEY + "\\" + self.name + "\\Parameters")
+        self.assertIn("-f\\0" + winpath(self.h.conf), out)
+        rc, out = self.reg(SERVICES_KEY + "\\EventLog\\Application\\"
+                           + self.name)
+        self.assertIn("netmsg.dll", out)
+        self.assertEqual(self.sc_state(), "STOPPED")
+
+    def test_02_install_again_is_refused(self):
+        rc, out = self.httpd("-k", "install", "-n", self.name,
+                             "-f", winpath(self.h.conf))
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("already installed", out)
+
+    def test_03_config_changes_the_arguments(self):
+        rc, out = self.httpd("-k", "config", "-n", self.name,
+                             "-f", winpath(self.h.conf), "-D", "WNSVC")
+        self.assertEqual(rc, 0, out)
+        rc, out = self.reg(SERVICES_KEY + "\\" + self.name + "\\Parameters")
+        self.assertIn(winpath(self.h.conf) + "\\0-D\\0WNSVC", out)
+
+    def test_04_start_serves_requests(self):
+        rc, out = self.httpd("-k", "start", "-n", self.name)
+        self.assertEqual(rc, 0, out + self.h.error_log())
+        self.assertIn("is running", out)
+        self.assertEqual(self.sc_state(), "RUNNING")
+        self.assertTrue(wait_until(self.hello, 30), self.h.error_log())
+        self.assertIn("-D WNSVC", self.h.error_log())   # ConfigArgs used
+        self.assertTrue(wait_until(lambda: "service is running"
+                                   in self.pfx.event_log(), 10),
+                        self.pfx.event_log())
+
+    def test_05_restart_hands_over_to_a_new_child(self):
+        first = self.h.status()["WinNTNGChildPid"]
+        rc, out = self.httpd("-k", "restart", "-n", self.name)
+        self.assertEqual(rc, 0, out)
+        new = wait_until(lambda: self.h.status()["WinNTNGChildPid"] != first,
+                         60)
+        self.assertTrue(new, self.h.error_log())
+        self.assertTrue(self.hello())
+        self.assertEqual(self.sc_state(), "RUNNING")
+
+    def test_06_stop_ends_every_process(self):
+        rc, out = self.httpd("-k", "stop", "-n", self.name)
+        self.assertEqual(rc, 0, out + self.h.error_log())
+        self.assertEqual(self.sc_state(), "STOPPED")
+        self.assertTrue(self.port_closed())
+        self.assertTrue(wait_until(lambda: not self.pfx.pids(b"httpd.exe"),
+                                   30), self.pfx.pids(b"httpd.exe"))
+        self.assertIn("service stopped", self.pfx.event_log())
+        rc, out = self.httpd("-k", "stop", "-n", self.name)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("not running", out)
+
+    def test_07_wines_net_start_and_net_stop_work_too(self):
+        # Wine's net.exe returns while the service is still pending.
+        rc, out = self.pfx.run("net", "start", self.name)
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(wait_until(lambda: self.sc_state() == "RUNNING", 60),
+                        self.h.error_log())
+        self.assertTrue(wait_until(self.hello, 30), self.h.error_log())
+        rc, out = self.pfx.run("net", "stop", self.name)
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(wait_until(lambda: self.sc_state() == "STOPPED", 60),
+                        self.h.error_log())
+        self.assertTrue(self.port_closed())
+
+    def test_08_a_failed_start_is_reported_in_the_event_log(self):
+        with open(self.h.conf) as f:
+            good = f.read()
+        try:
+            with open(self.h.conf, "a") as f:
+                f.write("\nNoSuchDirectiveHere on\n")
+            rc, out = self.httpd("-k", "start", "-n", self.name)
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("did not start", out)
+            self.assertEqual(self.sc_state(), "STOPPED")
+            log = wait_until(lambda: (lambda l: "during start-up" in l and l)(
+                self.pfx.event_log()), 10) or self.pfx.event_log()
+            # what httpd wrote to stderr before any ErrorLog was open
+            self.assertIn("NoSuchDirectiveHere", log)
+            self.assertIn("err:eventlog", log)
+            self.assertIn("stopped during start-up", log)
+        finally:
+            with open(self.h.conf, "w") as f:
+                f.write(good)
+
+    def test_09_uninstall_removes_it(self):
+        rc, out = self.httpd("-k", "uninstall", "-n", self.name)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("removed", out)
+        rc, out = self.pfx.run("sc", "query", self.name)
+        self.assertNotEqual(rc, 0, out)
+        rc, out = self.reg(SERVICES_KEY + "\\" + self.name)
+        self.assertNotEqual(rc, 0, out)
+        rc, out = self.reg(SERVICES_KEY + "\\EventLog\\Application\\"
+                           + self.name)
+        self.assertNotEqual(rc, 0, out)
+        self.assertEqual(self.pfx.pids(b"httpd.exe"), [])
+
+    def test_10_default_name_is_apache24(self):
+        rc, out = self.httpd("-k", "install", "-f", winpath(self.h.conf))
+        try:
+            self.assertEqual(rc, 0, out)
+            self.assertIn("Apache2.4", out)
+            rc, out = self.reg(SERVICES_KEY + "\\Apache2.4")
+            self.assertEqual(rc, 0, out)
+        finally:
+            rc, out = self.httpd("-k", "uninstall")
+        self.assertEqual(rc, 0, out)
+        rc, out = self.reg(SERVICES_KEY + "\\Apache2.4")
+        self.assertNotEqual(rc, 0, out)
+
+    def test_11_bad_usage_is_refused_clearly(self):
+        cases = [
+            (("-k", "start", "-n", "wnsvc-missing"), "no service named"),
+            (("-k", "stop", "-n", "wnsvc-missing"), "no service named"),
+            (("-k", "uninstall", "-n", "wnsvc-missing"), "no service named"),
+            (("-n", self.name), "needs -k"),
+            (("-k", "runservice"), "service manager"),
+            (("-k", "bogus", "-n", self.name), "unknown"),
+            (("-k", "install", "-n", "a/b"), "service name"),
+            (("-k", "install", "-n", "wnsvc-badconf", "-f", "Z:/nonexistent/"
+              "httpd.conf"), "Could not open configuration file"),
+        ]
+        for args, text in cases:
+            rc, out = self.httpd(*args)
+            self.assertNotEqual(rc, 0, (args, out))
+            self.assertIn(text, out, args)
+        # a configuration that does not parse installs nothing
+        rc, out = self.reg(SERVICES_KEY + "\\wnsvc-badconf")
+        self.assertNotEqual(rc, 0, out)
+
+
+if __name__ == "__main__":
+    unittest.main()
