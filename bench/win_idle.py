@@ -26,32 +26,16 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, os.path.join(ROOT, "test", "win"))
+sys.path.insert(0, os.path.join(BENCH, "lib"))
 
+import procstat  # noqa: E402
+from holdconns import Holder  # noqa: E402
 from winhttpd import WinHttpd, available  # noqa: E402
-
-HOLD = os.path.join(BENCH, "lib", "holdconns.py")
-
-
-def pss_kb(pid):
-    try:
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            m = re.search(r"^Pss:\s+(\d+) kB", f.read(), re.M)
-            return int(m.group(1)) if m else 0
-    except OSError:
-        return 0
-
-
-def threads(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
-    except (OSError, AttributeError):
-        return 0
 
 
 def footprint(h):
-    pids = h.wine_pids()
-    return sum(pss_kb(p) for p in pids), sum(threads(p) for p in pids)
+    m = procstat.tree_memory(None, pids=h.wine_pids())
+    return m["pss_kb"], m["threads"]
 
 
 def fresh_request_ms(port):
@@ -62,25 +46,6 @@ def fresh_request_ms(port):
     return (time.time() - t0) * 1000, r.stdout
 
 
-class Holder:
-    def __init__(self, port):
-        self.p = subprocess.Popen([sys.executable, HOLD, "127.0.0.1", str(port),
-                                   "/small.txt"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-
-    def ask(self, line):
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def close(self):
-        try:
-            self.ask("quit")
-            self.p.wait(60)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-
-
 def measure(flavour, threads, conns):
     h = WinHttpd(flavour, threads=threads,
                  extra="LogLevel warn\nKeepAliveTimeout 300\n"
@@ -89,9 +54,9 @@ def measure(flavour, threads, conns):
     h.start()
     row = {"server": flavour, "threads_per_child": threads}
     try:
-        time.sleep(2)
+        time.sleep(2)         # start-up's last allocations, before the baseline
         row["pss_before_kb"], row["threads_before"] = footprint(h)
-        holder = Holder(h.port)
+        holder = Holder("127.0.0.1", h.port, "/small.txt")
         try:
             row["open"] = holder.ask("open %d" % conns)
             row["pss_held_kb"], row["threads_held"] = footprint(h)

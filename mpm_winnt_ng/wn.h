@@ -118,6 +118,9 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event);
 extern HANDLE wn_port;                       /* the completion port */
 extern int wn_slot;                          /* our scoreboard slot */
 void wn_child_connection_done(void);         /* counts for MaxConnections */
+/* How long a stopping child serves its open connections (the parent
+ * kills it 10 s after that). */
+apr_interval_time_t wn_drain_time(void);
 
 /* ---- operations on the port ---- */
 typedef enum {
@@ -157,6 +160,8 @@ typedef struct wn_ctx {
 
     /* the connection being served (wn_conn.c) */
     conn_rec *c;
+    apr_thread_t *thd;        /* c->current_thread, in ptrans */
+    apr_os_thread_t osthd;    /* the worker serving it now */
     conn_state_t cs;
     ap_sb_handle_t *sbh;
     apr_bucket_brigade *flush_bb;

@@ -29,7 +29,7 @@ void wn_child_connection_done(void)
  * KeepAliveTimeout, whichever is longer (a connection that was promised
  * keep-alive gets its next request served), or GracefulShutdownTimeout
  * if set. */
-static apr_interval_time_t drain_time(void)
+apr_interval_time_t wn_drain_time(void)
 {
     apr_interval_time_t t = ap_server_conf->timeout;
 
@@ -152,7 +152,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
                  (unsigned long)wn_my_pid, (long)wn_stats.connections,
                  wn_keepalive_count());
     wn_accept_stop();
-    drain_connections(drain_time());
+    drain_connections(wn_drain_time());
     busy = wn_workers_stop(apr_time_from_sec(2));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu exiting after %ld connections",

@@ -43,13 +43,14 @@ static void prepare_socket(wn_ctx *ctx)
     apr_os_sock_make(&ctx->sock, &info, ctx->ptrans);
 }
 
+/* The conn_rec's apr_thread_t is made once per connection and pointed at
+ * each worker that resumes it (no allocation per request).  APR keeps a
+ * pointer to the handle: it lives in ctx, not on this stack. */
 static void attach_thread(wn_ctx *ctx)
 {
-    apr_thread_t *thd = NULL;
-    apr_os_thread_t osthd = apr_os_thread_current();
-
-    apr_os_thread_put(&thd, &osthd, ctx->ptrans);
-    ctx->c->current_thread = thd;
+    ctx->osthd = apr_os_thread_current();
+    apr_os_thread_put(&ctx->thd, &ctx->osthd, ctx->ptrans);
+    ctx->c->current_thread = ctx->thd;
 }
 
 /* Creates the conn_rec and runs the pre_connection hooks; 0 if there is
@@ -72,6 +73,7 @@ static int open_connection(wn_ctx *ctx)
         return 0;
     }
     ctx->c = c;
+    ctx->thd = NULL;
     memset(&ctx->cs, 0, sizeof ctx->cs);
     ctx->cs.state = CONN_STATE_PROCESSING;
     c->cs = &ctx->cs;

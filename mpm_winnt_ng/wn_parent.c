@@ -85,13 +85,7 @@ static int has_exited(const wn_kid *kid)
  * its own drain bound plus slack. */
 static DWORD stop_grace_ms(void)
 {
-    apr_interval_time_t t = ap_server_conf->timeout;
-
-    if (ap_server_conf->keep_alive_timeout > t)
-        t = ap_server_conf->keep_alive_timeout;
-    if (ap_graceful_shutdown_timeout)
-        t = apr_time_from_sec(ap_graceful_shutdown_timeout);
-    return (DWORD)apr_time_as_msec(t) + 10000;
+    return (DWORD)apr_time_as_msec(wn_drain_time()) + 10000;
 }
 
 static void tell_to_stop(wn_kid *kid)
@@ -258,7 +252,8 @@ static int fill(void)
             if (count_serving() > 0)
                 ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, WN_TAG
                              "serving with %d of %d children; trying again "
-                             "in 10 s", count_serving(), wn_run.children);
+                             "in %d s", count_serving(), wn_run.children,
+                             (int)apr_time_sec(WN_FILL_RETRY));
             return -1;
         }
     }

@@ -44,17 +44,11 @@ static char service_name[257];
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static void die(const char *fmt, ...) WN_PRINTF(1, 2);
-static void die(const char *fmt, ...)
+static void vsay(const char *fmt, va_list ap)
 {
-    va_list ap;
-
-    va_start(ap, fmt);
     fputs(WN_TAG, stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
-    va_end(ap);
-    exit(APEXIT_INIT);
 }
 
 static void say(const char *fmt, ...) WN_PRINTF(1, 2);
@@ -63,10 +57,19 @@ static void say(const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    fputs(WN_TAG, stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsay(fmt, ap);
     va_end(ap);
+}
+
+static void die(const char *fmt, ...) WN_PRINTF(1, 2);
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    exit(APEXIT_INIT);
 }
 
 static const char *os_error(DWORD err)

@@ -11,11 +11,15 @@ then, one command per line on stdin:
     again     every held connection sends one more GET and reads the whole
               response; answers "AGAIN ok=N failed=F secs=S"
     quit      closes everything, answers "BYE" and exits
-Only loopback targets are accepted."""
+Only loopback targets are accepted.
+
+Holder (below) starts and drives it from another Python program."""
 import asyncio
 import ipaddress
+import os
 import re
 import resource
+import subprocess
 import sys
 import time
 
@@ -60,6 +64,35 @@ class Conn(asyncio.Protocol):
         self.closed = True
         if not self.done.done():
             self.done.set_exception(ConnectionError("closed before response"))
+
+
+class Holder:
+    """holdconns.py in its own process, driven line by line."""
+
+    def __init__(self, host, port, path):
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__),
+                                   host, str(port), path],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def numbers(self, line):
+        """The k=v numbers of the answer, as floats."""
+        return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)",
+                                                   self.ask(line))}
+
+    def close(self):
+        try:
+            self.ask("quit")
+            self.p.wait(60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+        for f in (self.p.stdin, self.p.stdout):
+            f.close()
 
 
 async def open_one(host, port, request, conns):

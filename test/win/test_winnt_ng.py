@@ -13,6 +13,10 @@ import unittest
 
 from winhttpd import WinHttpd, available, parse_response, winpath
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench", "lib"))
+from holdconns import Holder  # noqa: E402
+
 SIZES = {"empty.bin": 0, "one.bin": 1, "small.txt": 500, "mid.bin": 65536,
          "large.bin": 1 << 20, "huge.bin": 10 << 20}
 
@@ -65,6 +69,35 @@ def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     non2xx = int(m.group(1)) if m else 0
     return reqs, errors, non2xx, out
+
+
+def under_load(port, seconds, during, conns=8):
+    """Runs wrk twice at once for `seconds`, with a new connection per
+    request and with keep-alive, while during() runs; returns
+    {"close": wrk(...), "keepalive": wrk(...)}."""
+    results = {}
+
+    def load(key):
+        results[key] = wrk(port, seconds=seconds, conns=conns,
+                           close=key == "close")
+    ts = [threading.Thread(target=load, args=(k,)) for k in ("close", "keepalive")]
+    for t in ts:
+        t.start()
+    try:
+        during()
+    finally:
+        for t in ts:
+            t.join()
+    return results
+
+
+def assert_no_failed_request(tc, results, label):
+    for k, (reqs, errors, non2xx, out) in results.items():
+        print("%s, %s: %d requests, %d errors, %d non-2xx"
+              % (label, k, reqs, errors, non2xx))
+        tc.assertGreater(reqs, 100, out)
+        tc.assertEqual(non2xx, 0, k + "\n" + out)
+        tc.assertEqual(errors, 0, k + "\n" + out)
 
 
 @unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng "
@@ -242,36 +275,6 @@ class Recycling(unittest.TestCase):
         self.assertIn("data is served as connect", log)
 
 
-HOLDCONNS = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "lib",
-                         "holdconns.py")
-
-
-class Holder:
-    """bench/lib/holdconns.py in its own process: idle keep-alive
-    connections that each made one request."""
-
-    def __init__(self, port, path):
-        self.p = subprocess.Popen([sys.executable, HOLDCONNS, "127.0.0.1",
-                                   str(port), path], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-
-    def ask(self, line):
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def numbers(self, line):
-        return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)",
-                                                   self.ask(line))}
-
-    def close(self):
-        try:
-            self.ask("quit")
-            self.p.wait(30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-
-
 @unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng")
 class KeepAliveWaits(unittest.TestCase):
     """Idle keep-alive connections wait on the completion port (a zero-byte
@@ -284,7 +287,7 @@ class KeepAliveWaits(unittest.TestCase):
         body = payload(500, "ka")
         h.put("small.txt", body)
         h.start()
-        holder = Holder(h.port, "/small.txt")
+        holder = Holder("127.0.0.1", h.port, "/small.txt")
         try:
             got = holder.numbers("open 400")
             self.assertEqual((got["held"], got["failed"]), (400, 0), got)
@@ -410,30 +413,24 @@ class Lifecycle(unittest.TestCase):
         h.put("small.txt", payload(500, "small"))
         h.start()
         try:
-            results = {}
-
-            def load(key, close):
-                results[key] = wrk(h.port, seconds=14, conns=8, close=close)
-            ts = [threading.Thread(target=load, args=(k, k == "close"))
-                  for k in ("close", "keepalive")]
-            for t in ts:
-                t.start()
-            time.sleep(2)
             pids = set()
-            for i in range(3):
-                pids.add(int(h.status()["WinNTNGChildPid"]))
-                r = h.httpd("-k", "restart")
-                self.assertEqual(r.returncode, 0, r.stderr)
-                time.sleep(3.5)
-            for t in ts:
-                t.join()
+
+            def restarts():
+                time.sleep(2)         # load on the first child
+                for i in range(3):
+                    before = int(h.status()["WinNTNGChildPid"])
+                    pids.add(before)
+                    r = h.httpd("-k", "restart")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    # the old child answers until its successor accepts
+                    deadline = time.time() + 30
+                    while (int(h.status()["WinNTNGChildPid"]) == before
+                           and time.time() < deadline):
+                        time.sleep(0.3)
+                    time.sleep(1)     # load on the new child before the next
+            results = under_load(h.port, 14, restarts)
             pids.add(int(h.status()["WinNTNGChildPid"]))
-            for k, (reqs, errors, non2xx, out) in results.items():
-                self.assertGreater(reqs, 100, out)
-                print("graceful restart, %s: %d requests, %d errors, %d non-2xx"
-                      % (k, reqs, errors, non2xx))
-                self.assertEqual(non2xx, 0, k + "\n" + out)
-                self.assertEqual(errors, 0, k + "\n" + out)
+            assert_no_failed_request(self, results, "graceful restart")
             self.assertGreaterEqual(len(pids), 3, h.error_log())
             self.assertIn("stops accepting and finishes", h.error_log())
         finally:
@@ -493,6 +490,10 @@ class BadConfig(unittest.TestCase):
         ("AcceptSocketReuse sometimes", "AcceptSocketReuse: 'sometimes' is not one of"),
         ("ThreadLimit 10\nThreadsPerChild 20",
          "ThreadsPerChild is larger than ThreadLimit"),
+        ("ChildProcesses 0", "ChildProcesses: 0 is out of range; use 1 to 16"),
+        ("ChildProcesses -1", "ChildProcesses: -1 is out of range"),
+        ("ChildProcesses abc", "ChildProcesses: 'abc' is not a whole number"),
+        ("ChildProcesses 17", "ChildProcesses: 17 is out of range"),
     ]
 
     def test_bad_values_fail_at_start_up_naming_the_directive(self):
@@ -510,7 +511,8 @@ class BadConfig(unittest.TestCase):
                 text = (r.stdout + r.stderr).decode(errors="replace")
                 self.assertNotEqual(r.returncode, 0, extra)
                 self.assertIn(message, text, "%s (exit %d)" % (extra, r.returncode))
-            h.write_conf("AcceptSocketReuse off\nAcceptExPending 4")
+            h.write_conf("AcceptSocketReuse off\nAcceptExPending 4\n"
+                         "ChildProcesses 16")
             r = h.httpd("-t", timeout=60)
             self.assertEqual(r.returncode, 0, r.stderr)
         finally:

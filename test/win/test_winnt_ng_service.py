@@ -61,21 +61,8 @@ class WinePrefix:
     def pids(self, needle=b""):
         """Linux pids of this prefix's processes (whose command line holds
         needle)."""
-        out = []
-        marker = b"WINEPREFIX=" + self.path.encode() + b"\0"
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/environ" % d, "rb") as f:
-                    if marker not in f.read():
-                        continue
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    if needle in f.read():
-                        out.append(int(d))
-            except OSError:
-                pass
-        return out
+        return winhttpd.linux_pids(
+            needle, b"WINEPREFIX=" + self.path.encode() + b"\0")
 
     def close(self):
         subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(self.env),

@@ -42,6 +42,26 @@ def free_port():
     return port
 
 
+def linux_pids(cmdline_needle, environ_needle=None):
+    """Pids of the processes whose command line holds cmdline_needle (and
+    whose environment holds environ_needle, if given)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if environ_needle is not None:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if environ_needle not in f.read():
+                        continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if cmdline_needle in f.read():
+                    pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
 def available(flavour="ng"):
     exe = os.path.join(WINOUT, flavour, "bin", "httpd.exe")
     return os.path.exists(exe) and os.path.exists(WINE)
@@ -202,18 +222,7 @@ Timeout 30
 
     def wine_pids(self):
         """Linux pids of wine processes running this instance's config."""
-        pids = []
-        needle = winpath(self.conf).encode()
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    if needle in f.read():
-                        pids.append(int(d))
-            except OSError:
-                pass
-        return pids
+        return linux_pids(winpath(self.conf).encode())
 
     # ---- talking to it ----
     def get(self, path, timeout=10, headers=None):
