@@ -9,7 +9,9 @@ ThreadsPerChild in each child).
                          [--servers stock,ng,ng-2ch]
 
 Workloads: close-500B-c100 (a new connection per request, 100 at once),
-ka-500B-c100 (keep-alive), ka-64K-c20 (TransmitFile-sized responses).
+ka-500B-c100 (keep-alive), ka-64K-c20 (TransmitFile-sized responses), ka-1M-c20 (1 MiB files).
+`ng+fhc` and `stock+fhc` are the same servers with mod_fhcache
+(build/win/out/fhcache) caching the files.
 Each round runs every workload on each server in turn, the order rotated
 every round; the summary gives medians and ratios to stock.  Results go to
 bench/results/<date-time>-win/ (raw.tsv, summary.md).  Wine is an emulator:
@@ -34,7 +36,10 @@ WORKLOADS = {
     "close-500B-c100": ("/small.txt", 100, True),
     "ka-500B-c100": ("/small.txt", 100, False),
     "ka-64K-c20": ("/mid.bin", 20, False),
+    "ka-1M-c20": ("/big.bin", 20, False),
 }
+FHC_MODULE = os.path.join(ROOT, "build", "win", "out", "fhcache", "mod_fhcache.so")
+FHC_CONF = 'LoadModule fhcache_module "%s"\nFHCache On' % ("Z:" + FHC_MODULE)
 # Same worker count for both, enough for stock's thread per keep-alive
 # connection (mpm_winnt_ng's idle connections hold none: bench/win_idle.py).
 CONF = "ThreadsPerChild 150\nLogLevel warn\nMaxKeepAliveRequests 0"
@@ -43,6 +48,8 @@ SERVERS = {
     "stock": ("stock", ""),
     "ng": ("ng", ""),
     "ng-2ch": ("ng", "ChildProcesses 2"),
+    "ng+fhc": ("ng", FHC_CONF),
+    "stock+fhc": ("stock", FHC_CONF),
 }
 
 
@@ -88,6 +95,10 @@ def summary(rows, names, servers, args, stamp):
     head = ["workload"] + ["%s req/s" % n for n in servers]
     if "stock" in servers:
         head += ["%s/stock" % n for n in ng]
+    # with the cache against the same server without it
+    pairs = [(n, n[:-4]) for n in servers if n.endswith("+fhc")
+             and n[:-4] in servers and n[:-4] != "stock"]
+    head += ["%s/%s" % p for p in pairs]
     head += ["%s p99 ms" % n for n in servers] + ["errors " + "/".join(servers)]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for wl in names:
@@ -101,6 +112,8 @@ def summary(rows, names, servers, args, stamp):
         if "stock" in servers:
             cells += ["%.2f" % (med[n][0] / med["stock"][0]) if med["stock"][0]
                       else "inf" for n in ng]
+        cells += ["%.2f" % (med[a][0] / med[b][0]) if med[b][0] else "inf"
+                  for a, b in pairs]
         cells += ["%.1f" % med[n][1] for n in servers]
         cells.append("/".join("%d" % med[n][2] for n in servers))
         lines.append("| " + " | ".join(cells) + " |")
@@ -123,6 +136,9 @@ def main():
         if not available(flavour):
             sys.exit("bench/win.py: build/win/out/%s missing; run "
                      "build/win/build.sh first" % flavour)
+    if any("fhc" in n for n in names_s) and not os.path.exists(FHC_MODULE):
+        sys.exit("bench/win.py: %s missing; run build/win/build.sh first"
+                 % FHC_MODULE)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + "-win"
     outdir = os.path.join(BENCH, "results", stamp)
     os.makedirs(outdir)
@@ -133,6 +149,7 @@ def main():
             h = WinHttpd(flavour, extra=CONF + "\n" + extra, threads=150)
             h.put("small.txt", b"x" * 500)
             h.put("mid.bin", os.urandom(65536))
+            h.put("big.bin", os.urandom(1 << 20))
             servers[name] = h.start()
             m = re.search(r"ChildProcesses (\d+)", extra)
             if m:

@@ -461,6 +461,24 @@ unsigned fhc_cache_expire(fhc_cache *c, int64_t now)
     return n;
 }
 
+unsigned fhc_cache_expire_handles(fhc_cache *c, int64_t now, int64_t idle_usec)
+{
+    fhc_entry *e = c->lru_tail;
+    unsigned n = 0;
+
+    /* The list is in use order: stop at the first entry used recently. */
+    while (e && now - e->last_used >= idle_usec) {
+        fhc_entry *prev = e->lprev;
+        if (e->handles) {
+            drop(c, e);
+            n++;
+        }
+        e = prev;
+    }
+    c->st.expirations += n;
+    return n;
+}
+
 unsigned fhc_cache_shed(fhc_cache *c, unsigned n)
 {
     fhc_entry *e = c->lru_tail;

@@ -97,6 +97,10 @@ unsigned fhc_cache_invalidate_all(fhc_cache *c);
 /* Drops entries unused for idle_usec; returns how many. */
 unsigned fhc_cache_expire(fhc_cache *c, int64_t now);
 
+/* Drops entries that hold a descriptor and were unused for idle_usec
+ * (in-memory entries stay); returns how many. */
+unsigned fhc_cache_expire_handles(fhc_cache *c, int64_t now, int64_t idle_usec);
+
 /* Out of descriptors (EMFILE/ENFILE): evict up to n least recently used
  * live entries that hold a descriptor; returns how many were evicted. */
 unsigned fhc_cache_shed(fhc_cache *c, unsigned n);

@@ -5,8 +5,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 
-#include <signal.h>
-#include <pthread.h>
+#include <errno.h>
 
 APLOG_USE_MODULE(fhcache);
 
@@ -22,6 +21,16 @@ void fhc_unlock(fhc_child *ch)
     apr_thread_mutex_unlock(ch->lock);
 }
 
+void fhc_housekeeping(fhc_child *ch, apr_time_t now)
+{
+    fhc_cache_expire(ch->cache, now);
+    if (fhc_os_recycle_handles) {
+        fhc_cache_expire_handles(ch->cache, now,
+                                 apr_time_from_sec(ch->conf->revalidate_secs));
+    }
+    fhc_tally_update(ch, now, 0);
+}
+
 /* Runs in the watcher thread. */
 static void on_event(void *ctx, long id, const char *name, unsigned flags)
 {
@@ -31,9 +40,7 @@ static void on_event(void *ctx, long id, const char *name, unsigned flags)
 
     fhc_lock(ch);
     if (flags & FHC_EV_TICK) {
-        apr_time_t now = apr_time_now();
-        fhc_cache_expire(ch->cache, now);
-        fhc_tally_update(ch, now, 0);
+        fhc_housekeeping(ch, apr_time_now());
     }
     else {
         ch->events++;
@@ -47,8 +54,8 @@ static void on_event(void *ctx, long id, const char *name, unsigned flags)
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ch->s,
                      "mod_fhcache: change notifications were lost (queue "
                      "overflow); dropped every cached file. If this repeats "
-                     "(FHCacheOverflows in server-status), raise "
-                     "fs.inotify.max_queued_events (sysctl)");
+                     "(FHCacheOverflows in server-status), %s",
+                     fhc_os_hint_overflow);
     }
 }
 
@@ -75,21 +82,6 @@ static apr_status_t stop_watcher(void *data)
     return APR_SUCCESS;
 }
 
-/* The watcher must never take a signal meant for the MPM (prefork's
- * handlers exit the child from whichever thread runs them), so it starts
- * with every signal blocked. */
-static apr_status_t start_thread(fhc_child *ch, apr_pool_t *pchild)
-{
-    sigset_t all, old;
-    apr_status_t rv;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    rv = apr_thread_create(&ch->thread, NULL, watcher_main, ch, pchild);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rv;
-}
-
 static void start_notification(fhc_child *ch, apr_pool_t *pchild)
 {
     int err = ENOSYS;
@@ -98,14 +90,18 @@ static void start_notification(fhc_child *ch, apr_pool_t *pchild)
         ch->fallback_all = 1;
         return;
     }
-#ifdef __linux__
-    ch->be = &fhc_watch_inotify;
-    err = ch->be->open(&ch->watcher, on_event, ch);
-#endif
+    ch->be = fhc_os_watch_backend();
+    if (ch->be) {
+        err = ch->be->open(&ch->watcher, on_event, ch);
+    }
     if (err == 0) {
         ch->ws = fhc_watchset_create(ch->be, ch->watcher,
                                      (unsigned)ch->conf->max_watches);
-        if (ch->ws && start_thread(ch, pchild) == APR_SUCCESS) {
+        if (ch->ws) {
+            fhc_watchset_drive_paths(ch->ws, fhc_os_drive_paths);
+        }
+        if (ch->ws && fhc_os_thread_create(&ch->thread, watcher_main, ch,
+                                           pchild) == APR_SUCCESS) {
             apr_pool_cleanup_register(pchild, ch, stop_watcher,
                                       apr_pool_cleanup_null);
             return;
@@ -117,11 +113,11 @@ static void start_notification(fhc_child *ch, apr_pool_t *pchild)
         err = ENOMEM;
     }
     ch->fallback_all = 1;
+    ch->be = NULL;
     ap_log_error(APLOG_MARK, APLOG_WARNING, err, ch->s,
                  "mod_fhcache: change notification unavailable; cached files "
-                 "are revalidated by stat every %d s instead. Check "
-                 "fs.inotify.max_user_instances (sysctl)",
-                 ch->conf->revalidate_secs);
+                 "are revalidated by stat every %d s instead. %s",
+                 ch->conf->revalidate_secs, fhc_os_hint_no_notify);
 }
 
 void fhc_child_init(apr_pool_t *pchild, server_rec *s)

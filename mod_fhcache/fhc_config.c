@@ -6,8 +6,6 @@
 #include "apr_strings.h"
 #include "apr_lib.h"
 
-#include <sys/resource.h>
-
 APLOG_USE_MODULE(fhcache);
 
 #define DEF_MAX_ENTRIES 4096
@@ -207,29 +205,17 @@ int fhc_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
     return OK;
 }
 
-/* A quarter of the soft descriptor limit: connections, logs and CGI pipes
- * need the rest. */
-static unsigned fds_budget(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
-        return 1024;
-    }
-    return (unsigned)(rl.rlim_cur / 4);
-}
-
 int fhc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                     server_rec *s)
 {
     fhc_server_conf *c = ap_get_module_config(s->module_config, &fhcache_module);
-    unsigned budget = fds_budget();
+    unsigned budget = fhc_os_handle_budget();
 
     if (c->max_fds != FHC_UNSET && (unsigned)c->max_fds > budget) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     "mod_fhcache: FHCacheMaxDescriptors %d is more than a "
-                     "quarter of the open-file limit (%u); using %u. Raise "
-                     "the limit (ulimit -n) or lower the directive",
-                     c->max_fds, budget * 4, budget);
+                     "mod_fhcache: FHCacheMaxDescriptors %d is more than "
+                     "%u (%s); using %u", c->max_fds, budget,
+                     fhc_os_hint_budget, budget);
         c->max_fds = (int)budget;
     }
     if (c->mem_file_max > c->mem_total) {
@@ -258,7 +244,7 @@ void fhc_conf_limits(const fhc_server_conf *c, unsigned max_fds,
 
 unsigned fhc_conf_max_fds(const fhc_server_conf *c)
 {
-    unsigned budget = fds_budget();
+    unsigned budget = fhc_os_handle_budget();
     if (c->max_fds == FHC_UNSET) {
         return budget;
     }

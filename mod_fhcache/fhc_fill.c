@@ -4,18 +4,11 @@
 #include "fhc_module.h"
 
 #include "http_log.h"
-#include "apr_portable.h"
 #include "apr_strings.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sys/vfs.h>
-#include <linux/magic.h>
-#endif
 
 APLOG_USE_MODULE(fhcache);
 
@@ -26,8 +19,8 @@ void fhc_payload_release(void *payload, void *ctx)
     fhc_child *ch = ctx;
     fhc_payload *pl = payload;
 
-    if (pl->fd >= 0) {
-        close(pl->fd);
+    if (pl->fh != FHC_NO_FILE) {
+        fhc_os_close(pl->fh);
     }
     if (pl->watched && ch->ws) {
         fhc_watchset_release(ch->ws, pl->path);
@@ -39,49 +32,6 @@ void fhc_payload_release(void *payload, void *ctx)
     free(pl);
 }
 
-/* Filesystems whose change notifications do not cover changes made
- * elsewhere (other clients, the FUSE daemon): revalidate by stat. */
-static int untrusted_fs(int fd)
-{
-#ifdef __linux__
-    struct statfs sf;
-    if (fstatfs(fd, &sf) != 0) {
-        return 1;
-    }
-    switch ((unsigned long)sf.f_type) {
-    case NFS_SUPER_MAGIC:
-    case SMB_SUPER_MAGIC:
-    case 0xFF534D42UL:      /* CIFS */
-    case 0xFE534D42UL:      /* SMB2 */
-    case 0x65735546UL:      /* FUSE */
-    case 0x00C36400UL:      /* Ceph */
-    case V9FS_MAGIC:
-    case AFS_SUPER_MAGIC:
-    case CODA_SUPER_MAGIC:
-        return 1;
-    }
-    return 0;
-#else
-    return 1;
-#endif
-}
-
-static int read_all(int fd, char *buf, apr_off_t size)
-{
-    apr_off_t got = 0;
-    while (got < size) {
-        ssize_t n = pread(fd, buf + got, (size_t)(size - got), got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return 0;   /* error, or the file shrank under us */
-        }
-        got += n;
-    }
-    return 1;
-}
-
 static void log_once(fhc_child *ch, int *flag, int level, int err,
                      const char *msg)
 {
@@ -91,34 +41,33 @@ static void log_once(fhc_child *ch, int *flag, int level, int err,
     }
 }
 
-/* Open and describe r->filename; fills pl (fd, finfo, body).  APR status. */
+/* Open and describe r->filename; fills pl (handle, finfo, body).  APR
+ * status. */
 static apr_status_t load(fhc_child *ch, request_rec *r, fhc_payload *pl)
 {
-    apr_file_t *f;
-    int fd;
+    apr_status_t rv = fhc_os_open(r->filename, &pl->fh);
 
-    /* O_NONBLOCK: never hang on a FIFO swapped in after the stat. */
-    fd = open(r->filename, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        return errno;
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
-    pl->fd = fd;
-    if (apr_os_file_put(&f, &fd, APR_FOPEN_READ, r->pool) != APR_SUCCESS
-        || apr_file_info_get(&pl->finfo, APR_FINFO_MIN, f) != APR_SUCCESS
+    if (fhc_os_describe(pl->fh, &pl->finfo, r->pool) != APR_SUCCESS
         || pl->finfo.filetype != APR_REG) {
         return APR_EGENERAL;
     }
     pl->finfo.fname = pl->path;
-    pl->poll = ch->fallback_all || !pl->watched || untrusted_fs(fd);
+    pl->poll = ch->fallback_all || !pl->watched
+               || fhc_os_remote_fs(pl->fh, pl->path);
+    pl->recheck = pl->poll || fhc_os_revalidate_notified;
     pl->checked = apr_time_now();
     if (pl->finfo.size <= ch->conf->mem_file_max) {
         pl->body = malloc(pl->finfo.size ? (size_t)pl->finfo.size : 1);
-        if (!pl->body || !read_all(fd, pl->body, pl->finfo.size)) {
+        if (!pl->body
+            || fhc_os_read_all(pl->fh, pl->body, pl->finfo.size) != APR_SUCCESS) {
             return APR_EGENERAL;
         }
-        /* The body is all we serve: keep no descriptor. */
-        close(pl->fd);
-        pl->fd = -1;
+        /* The body is all we serve: keep no handle. */
+        fhc_os_close(pl->fh);
+        pl->fh = FHC_NO_FILE;
     }
     return APR_SUCCESS;
 }
@@ -129,7 +78,7 @@ static fhc_payload *new_payload(const char *path)
     fhc_payload *pl = calloc(1, sizeof(*pl) + len);
     if (pl) {
         memcpy(pl->path, path, len + 1);
-        pl->fd = -1;
+        pl->fh = FHC_NO_FILE;
     }
     return pl;
 }
@@ -171,16 +120,16 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
     fhc_unlock(ch);
     if (wrv == ENOSPC) {
         log_once(ch, &ch->logged_watch_limit, APLOG_WARNING, wrv,
-                 "mod_fhcache: directory watch limit reached; files in "
-                 "further directories are revalidated by stat instead. "
-                 "Raise FHCacheMaxWatches or fs.inotify.max_user_watches");
+                 apr_psprintf(r->pool, "mod_fhcache: directory watch limit "
+                 "reached; files in further directories are revalidated by "
+                 "stat instead. %s", fhc_os_hint_watch_limit));
     }
 
     rv = t ? load(ch, r, pl) : APR_ENOMEM;
 
     fhc_lock(ch);
     if (rv == APR_SUCCESS) {
-        int crv = fhc_cache_commit(ch->cache, t, pl, pl->fd >= 0 ? 1 : 0,
+        int crv = fhc_cache_commit(ch->cache, t, pl, pl->fh != FHC_NO_FILE ? 1 : 0,
                                    pl->body ? (uint64_t)pl->finfo.size : 0,
                                    apr_time_now(), &e);
         t = NULL;
@@ -191,7 +140,7 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
             pl = NULL;
         }
     }
-    else if (rv == EMFILE || rv == ENFILE) {
+    else if (APR_STATUS_IS_EMFILE(rv) || APR_STATUS_IS_ENFILE(rv)) {
         fhc_stats st;
         fhc_cache_stats(ch->cache, &st);
         fhc_cache_shed(ch->cache, st.handles / 4 + 8);
@@ -201,11 +150,10 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
         discard(ch, pl);
     }
     fhc_unlock(ch);
-    if (rv == EMFILE || rv == ENFILE) {
-        log_once(ch, &ch->logged_emfile, APLOG_WARNING, rv,
-                 "mod_fhcache: out of file descriptors; evicted cached files "
-                 "and served uncached. Lower FHCacheMaxDescriptors or raise "
-                 "the open-file limit");
+    if (APR_STATUS_IS_EMFILE(rv) || APR_STATUS_IS_ENFILE(rv)) {
+        log_once(ch, &ch->logged_emfile, APLOG_WARNING, rv, apr_psprintf(
+                 r->pool, "mod_fhcache: out of file descriptors; evicted "
+                 "cached files and served uncached. %s", fhc_os_hint_handles));
     }
     if (e && ((fhc_payload *)fhc_entry_payload(e))->poll && !pl
         && !ch->fallback_all && ch->ws) {

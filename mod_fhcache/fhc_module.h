@@ -11,6 +11,7 @@
 #include "fhc_cache.h"
 #include "fhc_watchset.h"
 #include "fhc_tally.h"
+#include "fhc_os.h"
 
 extern module AP_MODULE_DECLARE_DATA fhcache_module;
 
@@ -36,11 +37,13 @@ typedef struct fhc_dir_conf {
 
 /* What one cache entry holds (the core's opaque payload). */
 typedef struct fhc_payload {
-    apr_finfo_t finfo;      /* from fstat of fd; fname = path */
-    int fd;                 /* -1 for in-memory entries */
+    apr_finfo_t finfo;      /* from the open handle; fname = path */
+    apr_os_file_t fh;       /* FHC_NO_FILE for in-memory entries */
     char *body;             /* in-memory copy, or NULL */
     int watched;            /* holds fhc_watchset uses for path */
     int poll;               /* revalidate by stat (no notification) */
+    int recheck;            /* revalidate by stat (poll, or the platform
+                               wants it for notified entries too) */
     apr_time_t checked;     /* last stat revalidation */
     char path[1];
 } fhc_payload;
@@ -74,6 +77,8 @@ extern int fhc_any_enabled;
 void fhc_child_init(apr_pool_t *pchild, server_rec *s);
 void fhc_lock(fhc_child *ch);
 void fhc_unlock(fhc_child *ch);
+/* Expiry and counters, about once a second; caller holds the lock. */
+void fhc_housekeeping(fhc_child *ch, apr_time_t now);
 
 /* fhc_serve.c */
 apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,

@@ -57,17 +57,23 @@ static void attach(request_rec *r, fhc_entry *e)
     n->e = e;
 }
 
-/* Would a fresh stat describe the same file as the cached one? */
+/* Would a fresh stat describe the same file as the cached one?  Only what
+ * both describe is compared (Windows' stat by name has no file index). */
 static int same_file(const apr_finfo_t *a, const apr_finfo_t *b)
 {
-    return a->filetype == b->filetype && a->device == b->device
-        && a->inode == b->inode && a->size == b->size
-        && a->mtime == b->mtime && a->ctime == b->ctime
-        && a->protection == b->protection && a->user == b->user
-        && a->group == b->group;
+    apr_int32_t both = a->valid & b->valid;
+
+    return a->filetype == b->filetype && a->size == b->size
+        && a->mtime == b->mtime
+        && (!(both & APR_FINFO_CTIME) || a->ctime == b->ctime)
+        && (!(both & APR_FINFO_DEV) || a->device == b->device)
+        && (!(both & APR_FINFO_INODE) || a->inode == b->inode)
+        && (!(both & APR_FINFO_PROT) || a->protection == b->protection)
+        && (!(both & APR_FINFO_USER) || a->user == b->user)
+        && (!(both & APR_FINFO_GROUP) || a->group == b->group);
 }
 
-/* Fallback mode: a stat at most every FHCacheRevalidate seconds.  Returns
+/* Revalidation: a stat at most every FHCacheRevalidate seconds.  Returns
  * 1 if the entry may be used; else *fresh holds the stat just made. */
 static int revalidate(fhc_child *ch, request_rec *r, fhc_payload *pl,
                       apr_time_t now, apr_finfo_t *fresh, apr_status_t *rv)
@@ -87,13 +93,13 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
 {
     fhc_child *ch = fhc_the_child;
     fhc_entry *e;
-    fhc_payload *pl;
+    fhc_payload *pl = NULL;
     apr_time_t now;
-    int check = 0;
+    int check = 0, recycle = 0;
 
     /* Only the walk's first, symlink-following stat of the whole path. */
     if (!ch || finfo != &r->finfo || (wanted & APR_FINFO_LINK)
-        || !r->filename || r->filename[0] != '/') {
+        || !r->filename || !fhc_path_root_len(r->filename, fhc_os_drive_paths)) {
         return AP_DECLINED;
     }
     now = apr_time_now();
@@ -101,16 +107,25 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
     e = fhc_cache_lookup(ch->cache, r->filename, now);
     if (e) {
         pl = fhc_entry_payload(e);
-        check = pl->poll
+        check = pl->recheck
             && now - pl->checked >= apr_time_from_sec(ch->conf->revalidate_secs);
+        recycle = check && pl->fh != FHC_NO_FILE && fhc_os_recycle_handles;
+        if (recycle) {
+            /* Closed before anything re-opens the path: a delete left
+             * pending by our handle completes now (see fhc_os.h). */
+            fhc_cache_invalidate(ch->cache, r->filename);
+            fhc_entry_unpin(ch->cache, e);
+        }
     }
     if (!ch->ws) {
         /* No watcher thread ticking: its housekeeping happens here. */
-        fhc_cache_expire(ch->cache, now);
-        fhc_tally_update(ch, now, 0);
+        fhc_housekeeping(ch, now);
     }
     fhc_unlock(ch);
     if (!e) {
+        return AP_DECLINED;
+    }
+    if (recycle) {
         return AP_DECLINED;
     }
     if (check) {
@@ -165,9 +180,8 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
                                const core_dir_config *d, apr_bucket_brigade *bb)
 {
     fhc_payload *pl = fhc_entry_payload(e);
+    int mmap = d->enable_mmap != ENABLE_MMAP_OFF;
     apr_file_t *f;
-    apr_int32_t flags = APR_FOPEN_READ | APR_FOPEN_BINARY
-                        | AP_SENDFILE_ENABLED(d->enable_sendfile);
     apr_bucket *b;
 
     if (pl->body) {
@@ -176,25 +190,15 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
         APR_BRIGADE_INSERT_TAIL(bb, b);
         return b;
     }
-    if (d->enable_mmap == ENABLE_MMAP_OFF) {
-        /* Without mmap, APR reads file buckets with seek + read on the
-         * descriptor: give this request its own open file description of
-         * the same inode (not the path: it may point elsewhere by now). */
-        const char *self = apr_psprintf(r->pool, "/proc/self/fd/%d", pl->fd);
-        if (apr_file_open(&f, self, flags, 0, r->pool) != APR_SUCCESS) {
-            return NULL;
-        }
-    }
-    else {
-        /* sendfile and mmap take explicit offsets: sharing is safe.  The
-         * wrapper never closes the descriptor (APR_FOPEN_NOCLEANUP). */
-        int fd = pl->fd;
-        if (apr_os_file_put(&f, &fd, flags, r->pool) != APR_SUCCESS) {
-            return NULL;
-        }
+    /* A handle shared by every request: the platform gives this request a
+     * view of it that never moves a shared file offset. */
+    f = fhc_os_request_file(pl->fh, d->enable_sendfile == ENABLE_SENDFILE_ON,
+                            mmap, r->pool);
+    if (!f) {
+        return NULL;
     }
     b = apr_brigade_insert_file(bb, f, 0, pl->finfo.size, r->pool);
-    if (d->enable_mmap == ENABLE_MMAP_OFF) {
+    if (!mmap) {
         (void)apr_bucket_file_enable_mmap(b, 0);
     }
     if (d->read_buf_size) {

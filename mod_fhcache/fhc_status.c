@@ -10,10 +10,6 @@
 #include "apr_shm.h"
 #include "mod_status.h"
 
-#include <errno.h>
-#include <signal.h>
-#include <unistd.h>
-
 APLOG_USE_MODULE(fhcache);
 
 /* Rows for this many children at most (prefork's ServerLimit can be far
@@ -45,11 +41,6 @@ void fhc_tally_setup(apr_pool_t *pconf, server_rec *s)
     }
     the_tally = apr_shm_baseaddr_get(shm);
     fhc_tally_init(the_tally, rows);
-}
-
-static int pid_alive(int32_t pid)
-{
-    return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
 static unsigned mode_of(const fhc_child *ch)
@@ -97,7 +88,7 @@ void fhc_tally_join(fhc_child *ch, apr_pool_t *pchild)
     if (!the_tally) {
         return;
     }
-    ch->slot = fhc_tally_claim(the_tally, (int32_t)getpid(), pid_alive);
+    ch->slot = fhc_tally_claim(the_tally, fhc_os_pid(), fhc_os_pid_alive);
     if (!ch->slot) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, ch->s, "mod_fhcache: more "
                      "than %u children; this one is left out of the totals "
@@ -112,7 +103,7 @@ static void print_auto(request_rec *r, const char *mode,
 {
     int i;
 
-    ap_rprintf(r, "FHCachePid: %" APR_PID_T_FMT "\n", getpid());
+    ap_rprintf(r, "FHCachePid: %d\n", (int)fhc_os_pid());
     ap_rprintf(r, "FHCacheMode: %s\n", mode);
     for (i = 0; i < FHC_F_COUNT; i++) {
         ap_rprintf(r, "FHCache%s: %" APR_UINT64_T_FMT "\n",
@@ -143,7 +134,7 @@ static void print_html(request_rec *r, const char *mode,
                    t->children, t->polling, t->exited);
     }
     ap_rprintf(r, "<table border=\"0\"><tr><th></th><th>process %"
-               APR_PID_T_FMT " (%s)</th>%s</tr>\n", getpid(), mode,
+               "d (%s)</th>%s</tr>\n", (int)fhc_os_pid(), mode,
                t ? "<th>all processes</th>" : "");
     for (i = 0; i < FHC_F_COUNT; i++) {
         ap_rprintf(r, "<tr><td>%s</td><td>%" APR_UINT64_T_FMT "</td>",

@@ -1,5 +1,5 @@
 /* The change-notification backend interface.  One backend per platform
- * (inotify now; kqueue and ReadDirectoryChangesW later), each in its own
+ * (inotify, ReadDirectoryChangesW; kqueue later), each in its own
  * file, all behind this table so that the routing (fhc_watchset.c) and the
  * cache core stay platform-neutral.
  *
@@ -43,6 +43,9 @@ typedef struct fhc_watch_backend {
 
 #ifdef __linux__
 extern const fhc_watch_backend fhc_watch_inotify;
+#endif
+#ifdef _WIN32
+extern const fhc_watch_backend fhc_watch_rdcw;
 #endif
 
 #endif

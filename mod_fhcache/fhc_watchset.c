@@ -24,6 +24,7 @@ struct fhc_watchset {
     fhc_watcher *w;
     unsigned max;
     unsigned count;
+    int drive_paths;
     dir_rec *by_path[NBUCKETS];
     dir_rec *by_id[NBUCKETS];
 };
@@ -53,6 +54,24 @@ fhc_watchset *fhc_watchset_create(const fhc_watch_backend *be, fhc_watcher *w,
         ws->max = max_watches ? max_watches : 1;
     }
     return ws;
+}
+
+void fhc_watchset_drive_paths(fhc_watchset *ws, int on)
+{
+    ws->drive_paths = on;
+}
+
+size_t fhc_path_root_len(const char *path, int drive_paths)
+{
+    if (!drive_paths) {
+        return path[0] == '/' ? 1 : 0;
+    }
+    /* Windows: "/x" is relative to the current drive; UNC is not ours. */
+    if (((path[0] >= 'A' && path[0] <= 'Z') || (path[0] >= 'a' && path[0] <= 'z'))
+        && path[1] == ':' && path[2] == '/') {
+        return 3;
+    }
+    return 0;
 }
 
 static dir_rec *find_path(fhc_watchset *ws, const char *dir, size_t len)
@@ -166,32 +185,30 @@ static int get_dir(fhc_watchset *ws, const char *dir, size_t len)
     return 0;
 }
 
-/* Length of the parent directory of path[0..len) ("/a/b" -> 2 for "/a",
- * "/a" -> 1 for "/"); 0 when there is none. */
-static size_t parent_len(const char *path, size_t len)
+/* Length of the parent directory of path[0..len), whose root is
+ * path[0..root) ("/a/b" -> 2 for "/a", "/a" -> 1 for "/", "C:/a" -> 3 for
+ * "C:/"); 0 when there is none. */
+static size_t parent_len(const char *path, size_t len, size_t root)
 {
-    while (len > 1 && path[len - 1] != '/') {
+    if (len <= root) {
+        return 0;
+    }
+    while (len > root && path[len - 1] != '/') {
         len--;
     }
-    if (len <= 1) {
-        return (path[0] == '/' && len == 1) ? 1 : 0;
-    }
-    return len - 1;
+    return len > root ? len - 1 : root;
 }
 
 int fhc_watchset_acquire(fhc_watchset *ws, const char *file)
 {
+    size_t root = fhc_path_root_len(file, ws->drive_paths);
     size_t len = strlen(file), done_to = len;
     int rv = 0;
 
-    if (file[0] != '/') {
+    if (!root) {
         return EINVAL;
     }
-    while (len > 1) {
-        len = parent_len(file, len);
-        if (!len) {
-            break;
-        }
+    while ((len = parent_len(file, len, root)) != 0) {
         if ((rv = get_dir(ws, file, len)) != 0) {
             break;
         }
@@ -202,11 +219,7 @@ int fhc_watchset_acquire(fhc_watchset *ws, const char *file)
     }
     /* Give back what this call took (directories longer than done_to-1). */
     len = strlen(file);
-    while (len > done_to) {
-        len = parent_len(file, len);
-        if (!len || len < done_to) {
-            break;
-        }
+    while ((len = parent_len(file, len, root)) != 0 && len >= done_to) {
         put_dir(ws, find_path(ws, file, len));
     }
     return rv;
@@ -214,14 +227,14 @@ int fhc_watchset_acquire(fhc_watchset *ws, const char *file)
 
 void fhc_watchset_release(fhc_watchset *ws, const char *file)
 {
+    size_t root = fhc_path_root_len(file, ws->drive_paths);
     size_t len = strlen(file);
-    while (len > 1) {
-        dir_rec *d;
-        len = parent_len(file, len);
-        if (!len) {
-            break;
-        }
-        d = find_path(ws, file, len);
+
+    if (!root) {
+        return;
+    }
+    while ((len = parent_len(file, len, root)) != 0) {
+        dir_rec *d = find_path(ws, file, len);
         if (d) {
             put_dir(ws, d);
         }
@@ -259,7 +272,8 @@ void fhc_watchset_route(fhc_watchset *ws, fhc_cache *c, long id,
         fhc_cache_invalidate_tree(c, path);
     }
     if (name && *name) {
-        size_t at = (dlen == 1) ? 1 : dlen + 1;
+        /* A root ("/", "C:/") already ends in the separator. */
+        size_t at = d->path[dlen - 1] == '/' ? dlen : dlen + 1;
         path[dlen] = '/';
         memcpy(path + at, name, nlen + 1);
         /* A renamed, removed or replaced name may be a directory or a

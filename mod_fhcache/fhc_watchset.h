@@ -4,7 +4,8 @@
  * invalidation calls.  Same locking rule as the cache: the caller
  * serializes every call (mod_fhcache uses the cache's mutex).
  *
- * Every directory from a cached file's parent up to "/" is watched, so a
+ * Every directory from a cached file's parent up to the root ("/", or
+ * "C:/" with drive paths) is watched, so a
  * rename, removal, chmod or symlink swap of any path component is seen,
  * not only changes in the file's own directory. */
 #ifndef FHC_WATCHSET_H
@@ -18,6 +19,11 @@ typedef struct fhc_watchset fhc_watchset;
 /* max_watches bounds the directories watched at once (>= 1). */
 fhc_watchset *fhc_watchset_create(const fhc_watch_backend *be, fhc_watcher *w,
                                   unsigned max_watches);
+/* Take "X:/..." paths as absolute, with root "X:/" (Windows). */
+void fhc_watchset_drive_paths(fhc_watchset *ws, int on);
+/* Length of the root of an absolute path: "/" (1), or with drive paths
+ * only "X:/" (3); 0 for anything else (relative, UNC). */
+size_t fhc_path_root_len(const char *path, int drive_paths);
 /* Removes every watch it still holds. */
 void fhc_watchset_destroy(fhc_watchset *ws);
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Cross-build Apache httpd 2.4.68 for Windows x64 (mingw-w64 + CMake) on Debian 12.
 #
-#   build/win/build.sh [stock|ng|all]     (default: all)
+#   build/win/build.sh [stock|ng|fhcache|all]     (default: all)
 #
 # Builds APR, expat, PCRE2 and APR-util once, then httpd twice from the same deps:
-#   stock: the stock WinNT MPM (server/mpm/winnt/*.c, builtin module mpm_winnt)
-#   ng:    every mpm_winnt_ng/*.c of this repository (builtin module mpm_winnt_ng)
+#   stock:   the stock WinNT MPM (server/mpm/winnt/*.c, builtin module mpm_winnt)
+#   ng:      every mpm_winnt_ng/*.c of this repository (builtin module mpm_winnt_ng)
+#   fhcache: mod_fhcache.so from every mod_fhcache/*.c, against ng's headers and import
+#            libraries (it loads into either httpd: both export the same API)
 # Results (consumers use these stable paths; each is a symlink to a keyed prefix):
-#   build/win/out/stock   build/win/out/ng
+#   build/win/out/stock   build/win/out/ng   build/win/out/fhcache/mod_fhcache.so
 #     bin/      httpd.exe, libhttpd.dll and the dependency DLLs
 #     modules/  mod_*.so
 #     include/  httpd + APR/APR-util headers
@@ -26,6 +28,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 SRC=${MPMNG_WIN_SRC:-$HERE/cache/src}
 MPM_DIR=${MPMNG_WIN_MPM_DIR:-$REPO/mpm_winnt_ng}
+FHC_DIR=$REPO/mod_fhcache
 JOBS=${MPMNG_WIN_JOBS:-2}
 CACHE=$HERE/cache
 OUT=$HERE/out
@@ -50,13 +53,14 @@ SOURCES=(
 MODULES="authz_core authz_host mime dir alias log_config status headers setenvif autoindex"
 
 die() { echo "build.sh: $*" >&2; exit 1; }
-usage() { echo "usage: $0 [stock|ng|all]" >&2; exit 2; }
+usage() { echo "usage: $0 [stock|ng|fhcache|all]" >&2; exit 2; }
 
 case "${1:-all}" in
-  stock) PARTS=(stock) ;;
-  ng)    PARTS=(ng) ;;
-  all)   PARTS=(stock ng) ;;
-  *)     usage ;;
+  stock)   PARTS=(stock) ;;
+  ng)      PARTS=(ng) ;;
+  fhcache) PARTS=(ng fhcache) ;;   # the module builds against ng
+  all)     PARTS=(stock ng fhcache) ;;
+  *)       usage ;;
 esac
 
 hash_files() { sha256sum "$@" | awk '{print $1}' | sha256sum | cut -c1-16; }
@@ -79,8 +83,17 @@ mpm_files() {  # the ng MPM's sources and headers, sorted
   find "$MPM_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
 }
 
-part_key() {  # $1 = stock|ng
-  if [ "$1" = ng ]; then
+fhc_files() {  # mod_fhcache's sources and headers, sorted
+  find "$FHC_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
+}
+
+part_key() {  # $1 = stock|ng|fhcache
+  if [ "$1" = fhcache ]; then
+    local f
+    { echo "$BASE_KEY"
+      for f in $(fhc_files); do printf '%s %s\n' "$(basename "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done
+    } | sha256sum | cut -c1-16
+  elif [ "$1" = ng ]; then
     local f
     { echo "$BASE_KEY"
       for f in $(mpm_files); do printf '%s %s\n' "$(basename "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done
@@ -250,6 +263,24 @@ build_httpd() {  # $1 = stock|ng, $2 = key
   publish "$d" "$part-$key" "$part"
 }
 
+# ---- mod_fhcache ---------------------------------------------------------------------------
+# Compiled directly (no CMake): a module is a DLL named .so importing libhttpd, APR, APR-util.
+build_fhcache() {  # $1 = key
+  local key=$1 ng=$OUT/ng d=$OUT/.fhcache-$1.tmp log=$LOGS/fhcache.log f objs=()
+  local obj=$WORK/deps-$BASE_KEY/b-fhcache
+  : >"$log"; rm -rf "$d" "$obj"; mkdir -p "$d" "$obj"
+  for f in $(find "$FHC_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort); do
+    run_logged "$log" x86_64-w64-mingw32-gcc -O2 -g -Wall -Werror -std=gnu11 \
+      -DWIN32 -D_WINDOWS -I"$ng/include" -I"$FHC_DIR" \
+      -c "$f" -o "$obj/$(basename "${f%.c}").o"
+    objs+=("$obj/$(basename "${f%.c}").o")
+  done
+  run_logged "$log" x86_64-w64-mingw32-gcc -shared -o "$d/mod_fhcache.so" "${objs[@]}" \
+    "$ng/lib/libhttpd.dll.a" "$ng/lib/libaprutil-1.dll.a" "$ng/lib/libapr-1.dll.a" -lkernel32
+  echo "$key" > "$d/.key"
+  publish "$d" "fhcache-$key" fhcache
+}
+
 # ---- main -----------------------------------------------------------------------------------
 mkdir -p "$OUT" "$LOGS" "$CACHE"
 exec 9>"$CACHE/.build.lock"
@@ -291,6 +322,12 @@ for p in "${PARTS[@]}"; do
     continue
   fi
   ensure_tools; ensure_wineprefix
+  if [ "$p" = fhcache ]; then
+    t0=$(now)
+    build_fhcache "$k"
+    echo "fhcache: built mod_fhcache.so in $(( $(now) - t0 ))s -> $OUT/fhcache (key $k, log $LOGS/fhcache.log)"
+    continue
+  fi
   [ -d "$WORK/deps-$BASE_KEY/httpd" ] || { fetch_sources; unpack apache2_2.4.68.orig.tar.gz "$WORK/deps-$BASE_KEY/httpd"; apply_patch "$WORK/deps-$BASE_KEY/httpd" "$PATCHES/httpd-2.4.68.patch"; }
   t0=$(now)
   build_httpd "$p" "$k"

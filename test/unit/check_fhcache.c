@@ -230,6 +230,26 @@ START_TEST(idle_entries_expire)
 }
 END_TEST
 
+START_TEST(idle_handles_expire_before_memory_entries)
+{
+    fhc_cache *c = mk(10, 10, 1000, 0, 1);
+    fhc_stats st;
+    put(c, "/f-old", 1, 0, 10);
+    put(c, "/m-old", 0, 10, 20);
+    put(c, "/f-new", 1, 0, 100);
+    /* Idle 50 at 105: only the old descriptor holder goes. */
+    ck_assert_uint_eq(fhc_cache_expire_handles(c, 105, 50), 1);
+    ck_assert_str_eq(released_key, "/f-old");
+    ck_assert_uint_eq(fhc_cache_expire_handles(c, 140, 50), 0);
+    ck_assert_uint_eq(fhc_cache_expire_handles(c, 150, 50), 1);
+    fhc_cache_stats(c, &st);
+    ck_assert_uint_eq(st.handles, 0);
+    ck_assert_uint_eq(st.entries, 1);
+    ck_assert(has(c, "/m-old"));
+    fhc_cache_destroy(c);
+}
+END_TEST
+
 START_TEST(shed_drops_descriptor_holders)
 {
     fhc_cache *c = mk(10, 10, 1000, 0, 1);
@@ -405,6 +425,47 @@ START_TEST(route_self_and_gone)
 }
 END_TEST
 
+START_TEST(drive_paths_watch_up_to_the_drive_root)
+{
+    fhc_cache *c = mk(100, 100, 1000, 0, 1);
+    fhc_watchset *ws = fhc_watchset_create(&fake, NULL, 100);
+
+    /* Not absolute until drive paths are on (Unix). */
+    ck_assert_int_eq(fhc_watchset_acquire(ws, "C:/www/a.txt"), EINVAL);
+    ck_assert_uint_eq(fhc_watchset_count(ws), 0);
+    fhc_watchset_drive_paths(ws, 1);
+    ck_assert_int_eq(fhc_watchset_acquire(ws, "C:/www/a.txt"), 0);
+    ck_assert_int_eq(fhc_watchset_acquire(ws, "C:/b.txt"), 0);
+    ck_assert_uint_eq(fhc_watchset_count(ws), 2);
+    ck_assert_int_ge(id_of("C:/www"), 0);
+    ck_assert_int_ge(id_of("C:/"), 0);
+    ck_assert_int_eq(id_of("C:"), -1);
+    put(c, "C:/www/a.txt", 1, 0, 1);
+    put(c, "C:/b.txt", 1, 0, 1);
+    /* A name in the root: no doubled separator in the key. */
+    fhc_watchset_route(ws, c, id_of("C:/"), "b.txt", FHC_EV_CHANGED);
+    ck_assert(!has(c, "C:/b.txt"));
+    ck_assert(has(c, "C:/www/a.txt"));
+    fhc_watchset_route(ws, c, id_of("C:/"), "www", FHC_EV_MOVED);
+    ck_assert(!has(c, "C:/www/a.txt"));
+    fhc_watchset_release(ws, "C:/www/a.txt");
+    fhc_watchset_release(ws, "C:/b.txt");
+    ck_assert_uint_eq(fhc_watchset_count(ws), 0);
+    /* UNC and relative paths are never watched. */
+    ck_assert_int_eq(fhc_watchset_acquire(ws, "//srv/share/f"), EINVAL);
+    ck_assert_int_eq(fhc_watchset_acquire(ws, "/f"), EINVAL);
+    ck_assert_uint_eq(fhc_watchset_count(ws), 0);
+    ck_assert_uint_eq(fhc_path_root_len("//srv/share/f", 1), 0);
+    ck_assert_uint_eq(fhc_path_root_len("/f", 0), 1);
+    ck_assert_uint_eq(fhc_path_root_len("C:f", 1), 0);
+    ck_assert_uint_eq(fhc_path_root_len("rel/f", 1), 0);
+    ck_assert_uint_eq(fhc_path_root_len("d:/f", 1), 3);
+    ck_assert_uint_eq(fhc_path_root_len("d:/f", 0), 0);
+    fhc_cache_destroy(c);
+    fhc_watchset_destroy(ws);
+}
+END_TEST
+
 START_TEST(route_root_paths)
 {
     fhc_cache *c = mk(100, 100, 1000, 0, 1);
@@ -435,6 +496,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tree_invalidation_respects_components);
     tcase_add_test(tc, idle_entries_expire);
     tcase_add_test(tc, shed_drops_descriptor_holders);
+    tcase_add_test(tc, idle_handles_expire_before_memory_entries);
     tcase_add_test(tc, min_uses_delays_caching);
     tcase_add_test(tc, refill_replaces_old_entry);
     suite_add_tcase(s, tc);
@@ -445,6 +507,7 @@ static Suite *suite(void)
     tcase_add_test(tw, route_events_to_invalidations);
     tcase_add_test(tw, route_self_and_gone);
     tcase_add_test(tw, route_root_paths);
+    tcase_add_test(tw, drive_paths_watch_up_to_the_drive_root);
     suite_add_tcase(s, tw);
     return s;
 }
