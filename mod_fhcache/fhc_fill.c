@@ -41,6 +41,19 @@ static void log_once(fhc_child *ch, int *flag, int level, int err,
     }
 }
 
+/* The open file's stat data, as core's stat by name would give it. */
+static apr_status_t describe(apr_os_file_t h, apr_finfo_t *fi, apr_pool_t *p)
+{
+    apr_file_t *f;
+    apr_status_t rv = apr_os_file_put(&f, &h, APR_FOPEN_READ, p);
+
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(fi, APR_FINFO_MIN, f);
+        fi->valid &= ~fhc_os_fields_not_by_name;
+    }
+    return rv;
+}
+
 /* Open and describe r->filename; fills pl (handle, finfo, body).  APR
  * status. */
 static apr_status_t load(fhc_child *ch, request_rec *r, fhc_payload *pl)
@@ -50,7 +63,7 @@ static apr_status_t load(fhc_child *ch, request_rec *r, fhc_payload *pl)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (fhc_os_describe(pl->fh, &pl->finfo, r->pool) != APR_SUCCESS
+    if (describe(pl->fh, &pl->finfo, r->pool) != APR_SUCCESS
         || pl->finfo.filetype != APR_REG) {
         return APR_EGENERAL;
     }

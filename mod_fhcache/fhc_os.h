@@ -27,9 +27,10 @@
  * processes may overwrite, rename and delete the file meanwhile. */
 apr_status_t fhc_os_open(const char *path, apr_os_file_t *h);
 void fhc_os_close(apr_os_file_t h);
-/* The stat data of the open file, as core's apr_stat() by name would give
- * it (so headers match whether or not a response came from the cache). */
-apr_status_t fhc_os_describe(apr_os_file_t h, apr_finfo_t *fi, apr_pool_t *p);
+/* Stat fields of a handle that core's apr_stat() by name does not give
+ * (cleared, so headers match whether or not a response came from the
+ * cache; Windows: the volume serial and file index). */
+extern const apr_int32_t fhc_os_fields_not_by_name;
 /* Read size bytes from offset 0; APR_EOF if the file shrank. */
 apr_status_t fhc_os_read_all(apr_os_file_t h, char *buf, apr_off_t size);
 

@@ -18,6 +18,7 @@
 
 const int fhc_os_revalidate_notified = 0;
 const int fhc_os_recycle_handles = 0;
+const apr_int32_t fhc_os_fields_not_by_name = 0;
 const int fhc_os_drive_paths = 0;
 
 const char *const fhc_os_hint_overflow =
@@ -47,14 +48,6 @@ apr_status_t fhc_os_open(const char *path, apr_os_file_t *h)
 void fhc_os_close(apr_os_file_t h)
 {
     close(h);
-}
-
-apr_status_t fhc_os_describe(apr_os_file_t h, apr_finfo_t *fi, apr_pool_t *p)
-{
-    apr_file_t *f;
-    apr_status_t rv = apr_os_file_put(&f, &h, APR_FOPEN_READ, p);
-
-    return rv == APR_SUCCESS ? apr_file_info_get(fi, APR_FINFO_MIN, f) : rv;
 }
 
 apr_status_t fhc_os_read_all(apr_os_file_t h, char *buf, apr_off_t size)

@@ -11,6 +11,7 @@
 
 const int fhc_os_revalidate_notified = 1;
 const int fhc_os_recycle_handles = 1;
+const apr_int32_t fhc_os_fields_not_by_name = APR_FINFO_IDENT | APR_FINFO_NLINK;
 const int fhc_os_drive_paths = 1;
 
 const char *const fhc_os_hint_overflow =
@@ -55,21 +56,6 @@ void fhc_os_close(apr_os_file_t h)
 }
 
 /* The handle is overlapped: every read names its offset. */
-apr_status_t fhc_os_describe(apr_os_file_t h, apr_finfo_t *fi, apr_pool_t *p)
-{
-    apr_file_t *f;
-    apr_status_t rv = apr_os_file_put(&f, &h, APR_FOPEN_READ, p);
-
-    if (rv == APR_SUCCESS) {
-        rv = apr_file_info_get(fi, APR_FINFO_MIN, f);
-    }
-    if (rv == APR_SUCCESS) {
-        /* apr_stat() by name has no volume serial and file index. */
-        fi->valid &= ~(APR_FINFO_IDENT | APR_FINFO_NLINK);
-    }
-    return rv;
-}
-
 apr_status_t fhc_os_read_all(apr_os_file_t h, char *buf, apr_off_t size)
 {
     OVERLAPPED ov;
@@ -110,14 +96,15 @@ apr_status_t fhc_os_read_all(apr_os_file_t h, char *buf, apr_off_t size)
 int fhc_os_remote_fs(apr_os_file_t h, const char *path)
 {
     WCHAR root[4] = { 0, L':', L'\\', 0 };
+    UINT type;
 
     (void)h;
     if (!path[0] || path[1] != ':') {
         return 1;
     }
     root[0] = (WCHAR)(unsigned char)path[0];
-    return GetDriveTypeW(root) != DRIVE_FIXED
-        && GetDriveTypeW(root) != DRIVE_RAMDISK;
+    type = GetDriveTypeW(root);
+    return type != DRIVE_FIXED && type != DRIVE_RAMDISK;
 }
 
 apr_file_t *fhc_os_request_file(apr_os_file_t h, int sendfile, int mmap,

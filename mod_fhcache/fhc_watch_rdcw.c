@@ -25,84 +25,56 @@
 #define TICK_MS 1000
 #define STOP_KEY ((ULONG_PTR)1)
 
-typedef struct dir_watch {
+typedef struct dir_watch dir_watch;
+struct dir_watch {
     OVERLAPPED ov;              /* of the pending read */
+    dir_watch *prev, *next;     /* in the live list (until removed) */
     HANDLE dir;
     long id;
     int removed;                /* remove() was called: free on completion */
     DWORD buf[BUF_BYTES / sizeof(DWORD)];  /* DWORD-aligned, as required */
-} dir_watch;
+};
 
 struct fhc_watcher {
     HANDLE port;
     fhc_event_fn fn;
     void *ctx;
-    CRITICAL_SECTION lock;      /* next_id, the table, pending counts */
+    CRITICAL_SECTION lock;      /* next_id, the list, removed flags */
     long next_id;
-    dir_watch **table;          /* index = id % cap; open addressing off */
-    unsigned cap;
-    unsigned live;              /* watches with a read pending */
+    dir_watch *live;            /* watches not removed; few (FHCacheMaxWatches),
+                                   and only remove() searches them */
 };
 
-/* Ids grow; the table is a small hash over them. */
 static dir_watch *find_watch(fhc_watcher *w, long id)
 {
-    unsigned i;
-    for (i = 0; i < w->cap; i++) {
-        dir_watch *d = w->table[((unsigned long)id + i) % w->cap];
-        if (d && d->id == id) {
-            return d;
-        }
+    dir_watch *d;
+    for (d = w->live; d && d->id != id; d = d->next) {
     }
-    return NULL;
+    return d;
 }
 
-static int put_watch(fhc_watcher *w, dir_watch *d)
+static void put_watch(fhc_watcher *w, dir_watch *d)
 {
-    unsigned i;
-    if (w->live * 2 >= w->cap) {
-        unsigned ncap = w->cap ? w->cap * 2 : 64, j;
-        dir_watch **nt = calloc(ncap, sizeof(*nt));
-        if (!nt) {
-            return ENOMEM;
-        }
-        for (j = 0; j < w->cap; j++) {
-            dir_watch *o = w->table[j];
-            if (o) {
-                for (i = 0; nt[((unsigned long)o->id + i) % ncap]; i++) {
-                }
-                nt[((unsigned long)o->id + i) % ncap] = o;
-            }
-        }
-        free(w->table);
-        w->table = nt;
-        w->cap = ncap;
+    d->prev = NULL;
+    d->next = w->live;
+    if (w->live) {
+        w->live->prev = d;
     }
-    for (i = 0; w->table[((unsigned long)d->id + i) % w->cap]; i++) {
-    }
-    w->table[((unsigned long)d->id + i) % w->cap] = d;
-    w->live++;
-    return 0;
+    w->live = d;
 }
 
 static void drop_watch(fhc_watcher *w, dir_watch *d)
 {
-    unsigned i, j, n = w->cap;
-    for (i = 0; i < n; i++) {
-        unsigned at = ((unsigned long)d->id + i) % n;
-        if (w->table[at] == d) {
-            /* Re-seat the rest of the run (linear probing). */
-            w->table[at] = NULL;
-            w->live--;
-            for (j = (at + 1) % n; w->table[j]; j = (j + 1) % n) {
-                dir_watch *o = w->table[j];
-                w->table[j] = NULL;
-                w->live--;
-                put_watch(w, o);
-            }
-            return;
-        }
+    if (d->prev) {
+        d->prev->next = d->next;
     }
+    else {
+        w->live = d->next;
+    }
+    if (d->next) {
+        d->next->prev = d->prev;
+    }
+    d->prev = d->next = NULL;
 }
 
 static int rdcw_open(fhc_watcher **out, fhc_event_fn fn, void *ctx)
@@ -180,9 +152,11 @@ static int rdcw_add(fhc_watcher *w, const char *dir, long *id)
     if (!CreateIoCompletionPort(d->dir, w->port, (ULONG_PTR)d, 0)) {
         rv = EIO;
     }
-    else if ((rv = put_watch(w, d)) == 0 && !arm(d)) {
-        drop_watch(w, d);
+    else if (!arm(d)) {
         rv = errno_of(GetLastError());
+    }
+    else {
+        put_watch(w, d);
     }
     LeaveCriticalSection(&w->lock);
     if (rv != 0) {
@@ -335,15 +309,12 @@ static void rdcw_stop(fhc_watcher *w)
  * process is ending); their handles are closed, which ends the reads. */
 static void rdcw_close(fhc_watcher *w)
 {
-    unsigned i;
-    for (i = 0; i < w->cap; i++) {
-        if (w->table[i]) {
-            CloseHandle(w->table[i]->dir);
-        }
+    dir_watch *d;
+    for (d = w->live; d; d = d->next) {
+        CloseHandle(d->dir);
     }
     CloseHandle(w->port);
     DeleteCriticalSection(&w->lock);
-    free(w->table);
     free(w);
 }
 

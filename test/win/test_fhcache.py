@@ -4,8 +4,8 @@ invalidation by ReadDirectoryChangesW, and deploys done by a Windows
 process (test/win/tools/fsops.c) under the server's own wineserver, so
 Windows sharing rules between the two apply."""
 import os
+import re
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
@@ -28,11 +28,10 @@ def cache_conf(extra=""):
 
 
 class Fsops:
-    """The Windows-side deploy tool, built once per class."""
+    """The Windows-side deploy tool, built once per class into dir."""
 
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="fsops-")
-        self.exe = os.path.join(self.dir, "fsops.exe")
+    def __init__(self, dir):
+        self.exe = os.path.join(dir, "fsops.exe")
         subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-o", self.exe,
                         os.path.join(HERE, "tools", "fsops.c")], check=True)
 
@@ -95,6 +94,14 @@ class CacheChecks:
     def tearDownClass(cls):
         cls.h.stop()
 
+    def tearDown(self):
+        # Nothing worse than notice from the server, and no warning of the
+        # cache's (EMFILE, lost notifications, no watcher).
+        bad = [l for l in self.h.error_log().splitlines()
+               if re.search(r":(emerg|alert|crit|error)\]", l)
+               or ("mod_fhcache" in l and ":warn]" in l)]
+        self.assertEqual(bad, [])
+
     def fhc(self):
         return {k[7:]: v for k, v in self.h.status().items()
                 if k.startswith("FHCache")}
@@ -134,7 +141,7 @@ class CacheWithWinntNg(CacheChecks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.fsops = Fsops()
+        cls.fsops = Fsops(cls.h.dir)
 
     def file(self, name, data):
         self.h.put(name, data)
@@ -177,7 +184,8 @@ class CacheWithWinntNg(CacheChecks, unittest.TestCase):
         # gives); the cache closes handles unused for FHCacheRevalidate
         # seconds, after which the rename succeeds.
         self.h.put("ren2.tmp", b"renamed over by windows")
-        time.sleep(3.5)
+        self.assertEqual(eventually(lambda: self.fhc()["OpenDescriptors"],
+                                    "0", 6), "0")
         rc, err = self.fsops.run("replace", winpath(os.path.join(
             self.h.docroot, "ren2.tmp")), winpath(path))
         self.assertEqual(rc, 0, err)
@@ -193,9 +201,7 @@ class CacheWithWinntNg(CacheChecks, unittest.TestCase):
         # cache lets go of the handle, within FHCacheRevalidate seconds.
         rc, err = self.fsops.run("delete", winpath(path))
         self.assertEqual(rc, 0, err)
-        t0 = time.time()
         self.assertEqual(eventually(lambda: self.body("/del.bin"), 404, 6), 404)
-        self.assertLess(time.time() - t0, 6)
         self.assertFalse(os.path.exists(path))
         rc, err = self.fsops.run("write", winpath(path), "replaced by windows")
         self.assertEqual(rc, 0, err)
@@ -222,11 +228,6 @@ class CacheWithWinntNg(CacheChecks, unittest.TestCase):
             return self.h.get("/stamp.txt")[1].get("last-modified")
         got = eventually(lambda: last_modified() != h1["last-modified"], True, 5)
         self.assertTrue(got, "Last-Modified still %s" % h1["last-modified"])
-
-    def test_no_crash_or_leak_messages(self):
-        log = self.h.error_log()
-        for bad in ("exception", "crash", "AH00427", "Assertion"):
-            self.assertNotIn(bad, log)
 
 
 @unittest.skipUnless(fhc_available("stock"), "no cross-built stock httpd and "
