@@ -147,6 +147,7 @@ typedef struct wn_ctx {
     wn_listener *listener;
     SOCKET s;                 /* INVALID_SOCKET until one is made */
     int recycled;             /* s served a connection before */
+    int nonblocking;          /* s may be in non-blocking mode */
     apr_pool_t *ptrans;
     apr_socket_t *sock;       /* APR's view of s during a connection */
     struct sockaddr *local, *remote;

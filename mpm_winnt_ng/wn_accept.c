@@ -74,8 +74,10 @@ static int post_one(wn_listener *l)
                     "out of memory for connection contexts; accepting less");
         return -1;
     }
-    if (ctx->s == INVALID_SOCKET)
+    if (ctx->s == INVALID_SOCKET) {
         ctx->on_port = 0;
+        ctx->nonblocking = 0;     /* a new socket blocks */
+    }
     if (ctx->s == INVALID_SOCKET && (ctx->s = wn_ctx_new_socket(l))
                                     == INVALID_SOCKET) {
         wn_log_once(&log_no_socket, APLOG_ERR, apr_get_netos_error(), WN_TAG
@@ -258,6 +260,7 @@ static DWORD WINAPI accept_thread(void *arg)
         InterlockedIncrement64(&wn_stats.sockets_created);
         getsockname(s, ctx->local, &llen);
         ctx->s = s;
+        ctx->nonblocking = 1;     /* inherited from the listener */
         ctx->on_port = 0;
         ctx->recycled = 0;
         ctx->local_len = llen;

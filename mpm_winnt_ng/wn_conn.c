@@ -22,17 +22,23 @@ void wn_conn_set_worker(int index)
     my_index = index;
 }
 
+/* APR takes the socket as blocking without timeouts.  Only the blocking
+ * mode is restored, and only when it may be off: a recycled socket's
+ * stale SO_RCVTIMEO/SO_SNDTIMEO are replaced by core's pre_connection,
+ * whose positive Timeout APR always applies to a socket it believes has
+ * none, before httpd reads or writes (until then they bound a blocking
+ * call in another module's pre_connection, which Timeout bounds anyway).
+ * Each option set is a wineserver round trip under Wine. */
 static void prepare_socket(wn_ctx *ctx)
 {
-    u_long off = 0;
-    DWORD zero = 0;
     apr_os_sock_info_t info;
 
-    /* APR assumes a blocking socket without timeouts; a recycled socket
-     * still carries the last connection's settings. */
-    ioctlsocket(ctx->s, FIONBIO, &off);
-    setsockopt(ctx->s, SOL_SOCKET, SO_RCVTIMEO, (char *)&zero, sizeof zero);
-    setsockopt(ctx->s, SOL_SOCKET, SO_SNDTIMEO, (char *)&zero, sizeof zero);
+    if (ctx->nonblocking) {
+        u_long off = 0;
+
+        ioctlsocket(ctx->s, FIONBIO, &off);
+        ctx->nonblocking = 0;
+    }
     info.os_sock = &ctx->s;
     info.local = ctx->local;
     info.remote = ctx->remote;

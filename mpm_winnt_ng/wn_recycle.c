@@ -325,6 +325,7 @@ void wn_recycle_end(wn_ctx *ctx, conn_rec *c)
     int server_first;
     wn_reuse_method m = current_method(&server_first);
     apr_os_sock_t none = INVALID_SOCKET;
+    apr_interval_time_t timeout;
     peer_state st;
 
     if (m == WN_METHOD_CLOSE || c->aborted
@@ -347,7 +348,10 @@ void wn_recycle_end(wn_ctx *ctx, conn_rec *c)
         close_lingering(ctx);
         return;
     }
-    /* Take the socket back from APR so the pool cleanup leaves it open. */
+    /* Take the socket back from APR so the pool cleanup leaves it open;
+     * APR's timeout 0 is the socket's non-blocking mode. */
+    apr_socket_timeout_get(ctx->sock, &timeout);
+    ctx->nonblocking = timeout == 0;
     apr_os_sock_put(&ctx->sock, &none, ctx->ptrans);
     if (!ctx->event)
         ctx->event = CreateEventA(NULL, TRUE, FALSE, NULL);

@@ -268,6 +268,30 @@ class Recycling(unittest.TestCase):
         self.assertGreater(reqs, 50, out)
         self.assertEqual(st["WinNTNGSocketsRecycled"], "0")
 
+    def test_accept_filter_none_socket_blocks(self):
+        # accept() gives a socket that inherits the listener's non-blocking
+        # mode; httpd must still wait for a request that comes late (a
+        # non-blocking read would fail at once and close the connection).
+        h = WinHttpd(extra="AcceptFilter http none")
+        h.put("small.txt", payload(500, "small"))
+        h.start()
+        try:
+            s = socket.create_connection(("127.0.0.1", h.port), timeout=30)
+            time.sleep(1.5)
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            s.close()
+            self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:200])
+            self.assertTrue(data.endswith(payload(500, "small")))
+        finally:
+            h.stop()
+
     def test_accept_filter_data_is_served_as_connect(self):
         reqs, bad, st, log, out = self.run_load("AcceptFilter http data")
         self.assertEqual(bad, 0, out)

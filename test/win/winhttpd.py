@@ -146,9 +146,11 @@ Timeout 30
 
     # ---- lifecycle ----
     def httpd(self, *args, timeout=120, env=None):
-        """Runs httpd.exe with this config and args to completion."""
+        """Runs httpd.exe with this config and args to completion, in the
+        instance's environment (its prefix, for one) plus env."""
         return subprocess.run([WINE, self.exe, "-f", winpath(self.conf)] + list(args),
-                              env=wine_env(env), capture_output=True,
+                              env=wine_env(dict(self.env, **(env or {}))),
+                              capture_output=True,
                               timeout=timeout, cwd=self.dir)
 
     def start(self, wait=True, timeout=90):
