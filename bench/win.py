@@ -29,7 +29,9 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, os.path.join(ROOT, "test", "win"))
+sys.path.insert(0, os.path.join(BENCH, "lib"))
 
+from report import publish  # noqa: E402
 from winhttpd import WinHttpd, available  # noqa: E402
 
 WORKLOADS = {
@@ -175,10 +177,7 @@ def main():
         for r in rows:
             f.write("%d\t%s\t%s\t%.1f\t%d\t%.2f\n" % r)
     text = summary(rows, names, names_s, args, stamp)
-    with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write(text)
-    print(text)
-    print("results: %s" % outdir)
+    publish(outdir, text)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "win"))
 sys.path.insert(0, os.path.join(BENCH, "lib"))
 
 import procstat  # noqa: E402
+from report import publish  # noqa: E402
 from holdconns import Holder  # noqa: E402
 from winhttpd import WinHttpd, available  # noqa: E402
 
@@ -110,10 +111,7 @@ def main():
             r["pss_before_kb"] / 1024, r["pss_held_kb"] / 1024, per,
             r["fresh_ms"], r["fresh_code"], r["again"], r["alive"]))
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write(text)
-    print(text)
-    print("results: %s" % outdir)
+    publish(outdir, text)
 
 
 if __name__ == "__main__":

@@ -92,5 +92,4 @@ void wn_ctx_drop_socket(wn_ctx *ctx)
         closesocket(ctx->s);
     ctx->s = INVALID_SOCKET;
     ctx->recycled = 0;
-    ctx->nonblocking = 0;
 }

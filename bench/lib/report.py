@@ -343,6 +343,15 @@ def restart_md(rows, meta, out):
 
 
 # ------------------------------------------------------------ plots
+def publish(outdir, text):
+    """A run's summary.md, also printed, and where it is."""
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+    print("results: %s" % outdir)
+
+
 def gnuplot(script, out):
     if not shutil.which("gnuplot"):
         return False

@@ -276,19 +276,9 @@ class Recycling(unittest.TestCase):
         h.put("small.txt", payload(500, "small"))
         h.start()
         try:
-            s = socket.create_connection(("127.0.0.1", h.port), timeout=30)
-            time.sleep(1.5)
-            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n"
-                      b"Connection: close\r\n\r\n")
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            s.close()
-            self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:200])
-            self.assertTrue(data.endswith(payload(500, "small")))
+            code, _, body = h.get("/small.txt", timeout=30, send_after=1.5)
+            self.assertEqual(code, 200)
+            self.assertEqual(body, payload(500, "small"))
         finally:
             h.stop()
 

@@ -227,10 +227,12 @@ Timeout 30
         return linux_pids(winpath(self.conf).encode())
 
     # ---- talking to it ----
-    def get(self, path, timeout=10, headers=None):
-        """(status, headers dict, body) over a fresh connection."""
+    def get(self, path, timeout=10, headers=None, send_after=0):
+        """(status, headers dict, body) over a fresh connection; the
+        request is sent send_after seconds after connecting."""
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         try:
+            time.sleep(send_after)
             req = "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" % path
             for k, v in (headers or {}).items():
                 req += "%s: %s\r\n" % (k, v)
