@@ -93,6 +93,7 @@ static void rp_register_hooks(apr_pool_t *p)
                             APR_HOOK_REALLY_LAST);
     ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
                                  APR_HOOK_REALLY_LAST);
+    rp_hold_register();
     APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

@@ -158,6 +158,9 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
 /* rp_child.c */
 void rp_child_main(int slot, int bucket) __attribute__((noreturn));
 int rp_child_post_read_request(request_rec *r);
+
+/* rp_hold.c: its output filter (register_hooks) */
+void rp_hold_register(void);
 int rp_child_pre_close_connection(conn_rec *c);
 void rp_child_install_early_signals(void); /* right after fork */
 

@@ -78,6 +78,7 @@ int rp_child_post_read_request(request_rec *r)
         r->connection->keepalive = AP_CONN_CLOSE;
     }
     rp_conn_note_request(r);
+    rp_hold_add(r);
     return DECLINED;
 }
 

@@ -127,6 +127,9 @@ void rp_conn_note_request(request_rec *r);    /* post_read_request */
 void rp_conn_close(rp_conn *rc);       /* now, no lingering */
 void rp_conn_release(rp_conn *rc);     /* socket already closed */
 
+/* rp_hold.c: response headers held until the body (no core setaside) */
+void rp_hold_add(request_rec *r);      /* post_read_request */
+
 /* rp_accept.c (listener tokens have the top bit set; slot tokens not) */
 #define RP_LISTENER_TOKEN (UINT64_C(1) << 63)
 apr_status_t rp_accept_setup(void);

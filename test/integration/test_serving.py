@@ -3,9 +3,10 @@ request bodies through CGI, many concurrent connections, distribution over
 children, mod_status."""
 import os
 import tempfile
+import time
 import unittest
 
-from common import (CGI_BODY, HttpdTestCase, MPM, ResponseReader, connect, curl,
+from common import (CGI_BODY, CGI_SLOW, HttpdTestCase, MPM, ResponseReader, connect, curl,
                     mpm_directives, pid_counts, request_bytes, run_ab, run_wrk, sha256)
 
 SIZES = {"empty.bin": 0, "small.bin": 500, "16k.bin": 16 * 1024,
@@ -96,6 +97,50 @@ class StaticFiles(HttpdTestCase):
                 else:
                     self.assertEqual(r.body, self.data[name],
                                      "response %d (%s) out of order or corrupt" % (i, name))
+
+
+class ResponseFraming(HttpdTestCase):
+    """One request at a time on one keep-alive connection, each kind of
+    response the header filter produces: headers sent with a file body,
+    with a body in memory, streamed chunked, and without a body.
+    mpm_reuseport holds a response's headers until its body comes
+    (rp_hold.c): each must arrive whole, in order, and a streamed body
+    must not wait for its end."""
+
+    def test_each_kind_of_response_on_one_connection(self):
+        data = {"small.bin": os.urandom(500), "16k.bin": os.urandom(16 << 10),
+                "empty.bin": b""}
+        h = self.httpd(mpm_directives(start=1, buckets=1, threads=4,
+                                      min_spare=1, max_spare=4),
+                       files=data, cgi={"slow.py": CGI_SLOW})
+        with connect(h.host, h.port) as s:
+            rd = ResponseReader(s)
+
+            def ask(method, path, headers=()):
+                s.sendall(request_bytes(method, path, h.host, headers))
+                return rd.read_response(head=(method == "HEAD"))
+
+            for name in ("small.bin", "16k.bin", "empty.bin"):
+                r = ask("GET", "/" + name)
+                self.assertEqual((r.status, r.body), (200, data[name]), name)
+            etag = ask("HEAD", "/small.bin").header("etag")
+            self.assertTrue(etag)
+            self.assertEqual(ask("GET", "/small.bin", [("If-None-Match", etag)]).status, 304)
+            r = ask("GET", "/missing.bin")
+            self.assertEqual(r.status, 404)
+            self.assertIn(b"Not Found", r.body)
+
+            # Streamed: headers and "begin" before the script's end.
+            t0 = time.monotonic()
+            s.sendall(request_bytes("GET", "/cgi-bin/slow.py?1.5", h.host))
+            rd.wait_for(b"begin", timeout=10)
+            self.assertLess(time.monotonic() - t0, 1.2, "streamed start waited for the end")
+            r = rd.read_response()
+            self.assertEqual((r.status, r.body), (200, b"begin\nend\n"))
+            self.assertIn("chunked", r.header("transfer-encoding", ""))
+
+            r = ask("GET", "/small.bin")
+            self.assertEqual((r.status, r.body), (200, data["small.bin"]))
 
 
 class RequestBody(HttpdTestCase):
