@@ -83,7 +83,7 @@ unit: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh base test regress fhcache intree deb win
+	@build/deps.sh base demo test regress fhcache intree deb win
 
 integration: all
 	python3 test/run_integration.py
@@ -95,12 +95,18 @@ regress: all
 check: deps
 	@SANITIZE="$(SANITIZE)" test/check.sh
 
-demo: all
-	@python3 build/demo.py start --port "$(or $(PORT),8080)" \
+# The demo installs what it needs first (as root; otherwise deps.sh names
+# what is missing and stops), then builds in a new make: the apxs values
+# above were read when this make started, maybe before apache2-dev was there.
+DEMO_ENV = MPMNG_OUT="$(abspath $(OUT))"
+demo:
+	@build/deps.sh demo
+	@$(MAKE) --no-print-directory all
+	@$(DEMO_ENV) python3 build/demo.py start --port "$(or $(PORT),8080)" \
 	    $(if $(DOCROOT),--docroot "$(DOCROOT)")
 
 demo-stop:
-	@python3 build/demo.py stop
+	@$(DEMO_ENV) python3 build/demo.py stop
 
 install: all
 	build/install.sh "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
@@ -108,8 +114,9 @@ install: all
 uninstall:
 	build/install.sh --uninstall "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
 
-bench: all
+bench:
 	@build/deps.sh base bench
+	@$(MAKE) --no-print-directory all
 	python3 bench/run.py $(BENCH_ARGS)
 
 # Debian packages (libapache2-mod-mpm-reuseport, libapache2-mod-fhcache)

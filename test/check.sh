@@ -59,6 +59,11 @@ count_rc $?
 stage build-files python3 test/build/check_build_files.py
 count_rc $?
 
+# `make demo` / `make demo-stop` as a newcomer runs them: a fresh build
+# directory, a free port, a page and the modules' numbers in server-status.
+stage demo test/demo/run.sh
+count_plain "$LOG/demo.log" || add 0 1
+
 stage integration python3 test/run_integration.py
 count_plain "$LOG/integration.log" || add 0 1
 
