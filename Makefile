@@ -63,6 +63,8 @@ $(FHC_SO): $(FHC_OBJS) $(OUT)/.variant
 $(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
 $(OBJ)/test/check_stock: test/unit/check_stock.c $(OBJ)/mpm_reuseport/rp_stock.o
 $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
+$(OBJ)/test/check_reqscan: test/unit/check_reqscan.c $(OBJ)/mpm_reuseport/rp_reqscan.o
+$(OBJ)/test/check_rtimeout: test/unit/check_rtimeout.c $(OBJ)/mpm_reuseport/rp_rtimeout.o
 $(OBJ)/test/check_lf: test/unit/check_lf.c $(OBJ)/mpm_reuseport/rp_lf.o
 $(OBJ)/test/check_share: test/unit/check_share.c $(OBJ)/mpm_reuseport/rp_share.o
 $(OBJ)/test/check_watch: test/unit/check_watch.c $(OBJ)/mpm_reuseport/rp_watch.o

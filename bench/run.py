@@ -15,6 +15,11 @@ Parts (--part, comma separated; default all four, --quick: throughput):
               without reloads, then with 10 graceful restarts (nginx:
               reloads) in 20 s: failed requests, resets, p99 latency
               (bench/lib/restartbench.py).
+  slow        one variant at a time: keep-alive load alone, then beside
+              2,000 slow clients (request heads trickling in, TLS handshakes
+              never finished, readers of 1 MiB taking a byte a second):
+              req/s, p99, errors, threads, memory per slow connection
+              (bench/lib/slowbench.py).
 
 Results go to bench/results/<date-time>/ (raw TSVs, summary.md, PNG plots);
 bench/results/latest points at the newest.  See docs/PERFORMANCE.md.
@@ -504,6 +509,16 @@ def part_restart(args, variants_, docroot, outdir, info):
         tsv.close()
 
 
+def part_slow(args, variants_, docroot, outdir, info):
+    import slowbench
+    explicit = args.variants.split(",") if args.variants else []
+    tsv = Tsv(os.path.join(outdir, "slow.tsv"), slowbench.COLS)
+    try:
+        slowbench.run(args, slowbench.pick(variants_, explicit), docroot, tsv, log)
+    finally:
+        tsv.close()
+
+
 def part_syscalls(args, variants_, docroot, outdir, info):
     import loadgen
     import servers
@@ -578,8 +593,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
-    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart "
-                    "(default: all four; --quick: throughput)")
+    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,slow "
+                    "(default: all five; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
                     "h2-16K-c50-m10 (default: all 12 HTTP/1.1 ones)")
@@ -600,6 +615,10 @@ def main():
                     help="comma list of workloads for the syscalls part "
                     "(default: %s)" % ",".join(SYSCALL_WORKLOADS))
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
+    ap.add_argument("--slow-conns", type=int, help="slow clients in the slow part "
+                    "(default 2000, quick 500)")
+    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers",
+                    help="comma list for the slow part (default heads,handshakes,readers)")
     ap.add_argument("--max-other", type=float, default=0.10,
                     help="a run is NOISY when other processes (or steal) used more than "
                     "this share of the machine (default 0.10 = 10%% of all cores)")
@@ -630,10 +649,17 @@ def main():
         [2000] if q else [5000, 10000])
     args.idle_window = args.idle_window or (1.0 if q else 2.0)
     args.sys_duration = max(1, args.sys_duration or (1 if q else 3))
-    parts = (args.part or ("throughput" if q else "throughput,idle,syscalls,restart")).split(",")
+    args.slow_conns = args.slow_conns or (500 if q else 2000)
+    args.slow_scenarios = args.slow_scenarios.split(",")
+    parts = (args.part or ("throughput" if q else
+                           "throughput,idle,syscalls,restart,slow")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls", "restart"):
+        if p not in ("throughput", "idle", "syscalls", "restart", "slow"):
             sys.exit("bench: unknown part %r" % p)
+    import slowbench
+    for s in args.slow_scenarios:
+        if s not in slowbench.SCENARIOS:
+            sys.exit("bench: unknown slow scenario %r" % s)
     import loadgen
     for w in args.workloads:
         loadgen.parse_workload(w)
@@ -679,6 +705,7 @@ def main():
         "skipped": skipped, "workloads": args.workloads, "rounds": args.rounds,
         "duration": args.duration, "warmup": args.warmup, "warmup_every": args.warmup_every,
         "idle_conns": args.idle_conns, "sys_duration": args.sys_duration,
+        "slow_conns": args.slow_conns, "slow_scenarios": args.slow_scenarios,
         "max_other": args.max_other, "nice": args.nice, "fd_limit": hard,
         "descriptions": {v.name: v.description for v in vs}})
     with open(os.path.join(outdir, "meta.json"), "w") as f:
@@ -694,7 +721,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
-                      ("syscalls", part_syscalls), ("restart", part_restart)):
+                      ("syscalls", part_syscalls), ("restart", part_restart),
+                      ("slow", part_slow)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)

@@ -2,6 +2,7 @@
  * listener buckets before forking; each child serves one bucket. */
 #define RP_MODULE_FILE
 #include "rp.h"
+#include "rp_inbuf.h"
 
 #include "http_protocol.h"
 #include "http_request.h"
@@ -94,6 +95,9 @@ static void rp_register_hooks(apr_pool_t *p)
     ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
                                  APR_HOOK_REALLY_LAST);
     rp_hold_register();
+    rp_inbuf_register();
+    ap_hook_post_config(rp_rtconf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(rp_inbuf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }
@@ -103,9 +107,9 @@ AP_DECLARE_MODULE(mpm_reuseport) = {
     NULL,               /* hook to run before apache parses args */
     NULL,               /* create per-directory config structure */
     NULL,               /* merge per-directory config structures */
-    NULL,               /* create per-server config structure */
-    NULL,               /* merge per-server config structures */
+    rp_rtconf_create_server, /* create per-server config structure */
+    rp_rtconf_merge_server, /* merge per-server config structures */
     rp_directives,      /* command apr_table_t */
     rp_register_hooks,  /* register hooks */
-    AP_MODULE_FLAG_NONE
+    AP_MODULE_FLAG_ALWAYS_MERGE
 };

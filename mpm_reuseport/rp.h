@@ -8,6 +8,11 @@
  *   rp_loop.c            parking connections; the timer/drain thread
  *   rp_accept.c          accepting, by the leading worker
  *   rp_conn.c            a connection's state machine, run by workers
+ *   rp_readahead.c       reading a request whole before a worker runs it
+ *   rp_inbuf.c           the bytes read ahead: the filter that holds them
+ *   rp_reqscan.c         is a request whole? (pure)
+ *   rp_rtimeout.c        how long to wait for it (pure)
+ *   rp_rtconf.c          RequestReadTimeout per server, for rp_rtimeout
  *   rp_poll*.c           readiness backends (epoll)
  *   rp_timeq.c           timeout queues of parked connections
  *   rp_lf.c              leader/followers among a child's workers
@@ -139,6 +144,15 @@ apr_interval_time_t rp_relief_interval(void);
 /* rp_callbacks.c: the mpm_register_timed_callback hook */
 apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
                                    void *baton);
+
+/* rp_rtconf.c: mod_reqtimeout's stages per server (rp_rtimeout.h); NULL
+ * where mod_reqtimeout does not apply. */
+struct rp_rt_conf;
+void *rp_rtconf_create_server(apr_pool_t *p, server_rec *s);
+void *rp_rtconf_merge_server(apr_pool_t *p, void *base, void *add);
+int rp_rtconf_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s);
+const struct rp_rt_conf *rp_rtconf_for(const server_rec *s);
 
 /* rp_steer.c: new connections go to the current generation's buckets */
 void rp_steer_buckets(int nb);

@@ -284,6 +284,7 @@ static rp_conn *new_conn(apr_pool_t *p, apr_socket_t *sock)
     rc->slot = -1;
     apr_os_sock_get(&rc->fd, sock);
     rp_timer_init(&rc->timer);
+    rp_dtimer_init(&rc->deadline);
     apr_atomic_inc32(&rp_child.live_conns);
     rp_balance_publish();
     return rc;

@@ -43,9 +43,13 @@ typedef enum {
     RP_PARK_KEEPALIVE,          /* waiting for the next request */
     RP_PARK_IO,                 /* write completion or a module's wait */
     RP_PARK_LINGER,             /* lingering close: reading to EOF */
-    RP_PARK_NEW                 /* taken from the queue while stopping,
+    RP_PARK_NEW,                /* taken from the queue while stopping,
                                    waiting for its first request */
+    RP_PARK_READ                /* a request read ahead, not whole yet
+                                   (rp_readahead.h): until its deadline */
 } rp_park;
+
+typedef struct rp_ra rp_ra;
 
 typedef struct rp_conn {
     conn_state_t pub;           /* c->cs */
@@ -59,6 +63,9 @@ typedef struct rp_conn {
     ap_sb_handle_t *sbh;
     rp_park park;               /* why it is (or was last) parked */
     rp_timer timer;             /* on a timer queue while parked */
+    rp_dtimer deadline;         /* RP_PARK_READ: on the deadline heap */
+    rp_ra *ra;                  /* its read-ahead (after pre_connection) */
+    int keepalive_wake;         /* resumed from a keep-alive wait */
     int slot;                   /* in the slot table; -1 before parking */
     apr_time_t linger_until;    /* lingering close gives up then */
     struct rp_conn *next_suspended;    /* rp_callbacks.c */
@@ -90,6 +97,7 @@ typedef struct rp_child_state {
      * parking an earlier timer wakes it. */
     pthread_mutex_t park_lock;
     rp_timeqs keepalive_qs, io_qs, linger_qs;
+    rp_dheap read_heap;         /* requests read ahead (RP_PARK_READ) */
     apr_time_t loop_wake_at;
     rp_slot *slots;
     int nslots;
@@ -159,9 +167,12 @@ void rp_callbacks_suspend(rp_conn *rc);
 apr_status_t rp_loop_setup(void);
 void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg);
 void rp_loop_wakeup(void);
-/* Park rc (a worker's): watched, on a timer queue.  Returns 1 if it is
- * ready already (an event came while it ran): the caller runs it again,
- * rc->park saying what it waited for.  Else 0: rc may be gone. */
+/* Park rc (a worker's): watched, on a timer queue (RP_PARK_READ: on the
+ * deadline heap, timeout from now).  Returns 1 if it is ready already (an
+ * event came while it ran): the caller runs it again, rc->park saying
+ * what it waited for.  Else 0: rc may be gone.  When its time is up, the
+ * loop closes it, or, RP_PARK_READ, hands it to a worker (rp_conn.c
+ * finds out it is late). */
 int rp_loop_park(rp_conn *rc, rp_park why, int events,
                  apr_interval_time_t timeout);
 /* Park a connection the poller never watched, waiting for its first

@@ -1,9 +1,11 @@
-/* A connection's life in a worker: create it, run httpd's
- * process_connection hooks for one request (the async contract: they return
- * with c->cs->state saying what the connection waits for), flush what is
- * left to write, then park it (rp_loop_park) or close it.  Workers never
- * wait for a client between requests. */
+/* A connection's life in a worker: create it, read its next request ahead
+ * until it is whole (rp_readahead.h: parked meanwhile), run httpd's
+ * process_connection hooks for it (the async contract: they return with
+ * c->cs->state saying what the connection waits for), flush what is left
+ * to write, then park it (rp_loop_park) or close it.  Workers never wait
+ * for a client between requests, nor for the rest of a request. */
 #include "rp_child.h"
+#include "rp_readahead.h"
 
 #include "apr_atomic.h"
 #include "http_connection.h"
@@ -22,6 +24,7 @@
 
 typedef enum {
     RP_NEXT_KEEPALIVE,          /* park: wait for the next request */
+    RP_NEXT_READ_AHEAD,         /* park: wait for the rest of a request */
     RP_NEXT_WAIT_IO,            /* park: write completion or a module's wait */
     RP_NEXT_LINGER,             /* park: read until EOF, then close */
     RP_NEXT_CLOSE,              /* close now */
@@ -83,6 +86,9 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
     rv = ap_pre_connection(c, rc->sock);
     if (rv != OK && rv != DONE) {
         rc->pub.state = CONN_STATE_LINGER;
+    }
+    else {
+        rc->ra = rp_ra_attach(c);
     }
     return 1;
 }
@@ -227,12 +233,46 @@ static int start_lingering(rp_conn *rc)
     return 0;
 }
 
+/* Before httpd reads a request: is it here whole?  Returns 1 to run it. */
+static int request_here(rp_conn *rc, rp_next *next)
+{
+    int keepalive = rc->keepalive_wake;
+
+    rc->keepalive_wake = 0;
+    if (!rc->ra || rc->c->clogging_input_filters) {
+        return 1;
+    }
+    switch (rp_ra_read(rc->ra, keepalive)) {
+    case RP_RA_READY:
+        return 1;
+    case RP_RA_WAIT:
+        *next = RP_NEXT_READ_AHEAD;
+        return 0;
+    case RP_RA_IDLE:
+        rc->pub.state = CONN_STATE_KEEPALIVE;
+        *next = RP_NEXT_KEEPALIVE;
+        return 0;
+    case RP_RA_CLOSE:
+    default:                    /* gone, or too late before any request */
+        *next = RP_NEXT_CLOSE;
+        return 0;
+    }
+}
+
 static rp_next advance(rp_conn *rc)
 {
+    rp_next next;
+
     for (;;) {
         switch (rc->pub.state) {
         case CONN_STATE_PROCESSING:
+            if (!request_here(rc, &next)) {
+                return next;
+            }
             process(rc);
+            if (rc->ra && rc->pub.state != CONN_STATE_ASYNC_WAITIO) {
+                rp_ra_finished(rc->ra);     /* a module's wait goes on */
+            }
             break;
         case CONN_STATE_WRITE_COMPLETION:
             after_response(rc);
@@ -275,6 +315,17 @@ static apr_interval_time_t keepalive_timeout(const conn_rec *c)
     return c->base_server->keep_alive_timeout;
 }
 
+/* Until the read-ahead's deadline (passed: at once, a worker finds out). */
+static apr_interval_time_t read_ahead_timeout(const rp_ra *ra)
+{
+    apr_time_t deadline = rp_ra_deadline(ra), now = apr_time_now();
+
+    if (!deadline) {
+        return apr_time_from_sec(86400);    /* Timeout 0: no limit */
+    }
+    return deadline > now ? deadline - now : 0;
+}
+
 /* Run rc until it waits or closes; 1 if its wait is over already (run
  * it again). */
 static int run(rp_conn *rc, apr_thread_t *thd, int tid)
@@ -299,6 +350,9 @@ static int run(rp_conn *rc, apr_thread_t *thd, int tid)
         rc->pub.sense = CONN_SENSE_DEFAULT;
         return rp_loop_park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
                             keepalive_timeout(rc->c));
+    case RP_NEXT_READ_AHEAD:
+        return rp_loop_park(rc, RP_PARK_READ, RP_POLL_IN,
+                            read_ahead_timeout(rc->ra));
     case RP_NEXT_WAIT_IO:
         return rp_loop_park(rc, RP_PARK_IO, wanted_events(rc),
                             rc->c->base_server->timeout);
@@ -349,6 +403,9 @@ static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
         return linger_read(rc);
     case RP_PARK_KEEPALIVE:
         rc->pub.state = CONN_STATE_PROCESSING;
+        rc->keepalive_wake = 1;
+        break;
+    case RP_PARK_READ:          /* more of the request, or its deadline */
         break;
     case RP_PARK_IO:
         if (rc->pub.state == CONN_STATE_ASYNC_WAITIO) {

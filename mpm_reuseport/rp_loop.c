@@ -103,6 +103,7 @@ static void unpark_locked(rp_conn *rc)
 
     s->parked = 0;
     rp_timer_remove(&rc->timer);
+    rp_dheap_remove(&rp_child.read_heap, &rc->deadline);
 }
 
 /* ---- parking (worker side) --------------------------------------------- */
@@ -137,22 +138,39 @@ static uint64_t token_of(int slot, apr_uint32_t gen)
     return ((uint64_t)(apr_uint32_t)slot << 32) | gen;
 }
 
+/* Under park_lock: start rc's timer; when it expires. */
+static apr_time_t start_timer_locked(rp_conn *rc, rp_park why,
+                                     apr_interval_time_t timeout)
+{
+    apr_time_t now = apr_time_now();
+    rp_timeq *q;
+
+    if (why == RP_PARK_READ) {
+        return rp_dheap_add(&rp_child.read_heap, &rc->deadline, now + timeout)
+               ? rc->deadline.expires : 0;
+    }
+    if (!(q = queue_for(why, timeout))) {
+        return 0;
+    }
+    rp_timeq_append(q, &rc->timer, now);
+    return rc->timer.expires;
+}
+
 /* Under park_lock: put rc on its timer queue, marked parked. */
 static int park_locked(rp_conn *rc, rp_park why, int events,
                        apr_interval_time_t timeout, int *wake)
 {
     rp_slot *s = &rp_child.slots[rc->slot];
-    rp_timeq *q = queue_for(why, timeout);
+    apr_time_t expires = start_timer_locked(rc, why, timeout);
 
-    if (!q) {
+    if (!expires) {
         return 0;
     }
     s->parked = 1;
     s->want = events;
     rc->park = why;
-    rp_timeq_append(q, &rc->timer, apr_time_now());
-    if (!rp_child.loop_wake_at || rc->timer.expires < rp_child.loop_wake_at) {
-        rp_child.loop_wake_at = rc->timer.expires;
+    if (!rp_child.loop_wake_at || expires < rp_child.loop_wake_at) {
+        rp_child.loop_wake_at = expires;
         *wake = 1;
     }
     return 1;
@@ -323,6 +341,38 @@ static int take_expired(rp_timeqs *set, apr_time_t now, apr_time_t idle_for,
     return n;
 }
 
+/* Requests read ahead whose deadline passed go to a worker: httpd answers
+ * them as too slow (rp_readahead.h).  One that finds the job queue full
+ * waits a little longer. */
+#define RP_READ_RETRY apr_time_from_msec(10)
+
+static void hand_over_late_reads(void)
+{
+    apr_time_t now = apr_time_now();
+    int queued = 0;
+    rp_dtimer *t;
+
+    pthread_mutex_lock(&rp_child.park_lock);
+    while ((t = rp_dheap_first(&rp_child.read_heap)) && t->expires <= now) {
+        rp_conn *rc = (rp_conn *)((char *)t - APR_OFFSETOF(rp_conn, deadline));
+        rp_lf_job job;
+        job.token = (uint64_t)(apr_uintptr_t)rc;
+        job.events = 0;
+        unpark_locked(rc);
+        if (rp_lf_push(rp_child.lf, &job) < 0) {
+            /* Parked again (its slot still says so for events). */
+            rp_child.slots[rc->slot].parked = 1;
+            rp_dheap_add(&rp_child.read_heap, t, now + RP_READ_RETRY);
+            break;
+        }
+        queued = 1;
+    }
+    pthread_mutex_unlock(&rp_child.park_lock);
+    if (queued) {
+        rp_poller_wakeup(rp_child.conn_poller);  /* the leader takes jobs */
+    }
+}
+
 /* Close what expired; with idle_for (draining) also keep-alive
  * connections idle that long. */
 static void expire(apr_time_t idle_for)
@@ -352,6 +402,7 @@ static void publish_counts(void)
     ps->keep_alive = (apr_uint32_t)rp_timeqs_count(&rp_child.keepalive_qs);
     ps->write_completion = (apr_uint32_t)rp_timeqs_count(&rp_child.io_qs);
     ps->lingering_close = (apr_uint32_t)rp_timeqs_count(&rp_child.linger_qs);
+    ps->wait_io = (apr_uint32_t)rp_child.read_heap.n;
     ps->suspended = apr_atomic_read32(&rp_child.suspended);
 }
 
@@ -373,6 +424,9 @@ static int plan_wait(int draining)
     next = earliest(rp_timeqs_next_expiry(&rp_child.keepalive_qs),
                     rp_timeqs_next_expiry(&rp_child.io_qs));
     next = earliest(next, rp_timeqs_next_expiry(&rp_child.linger_qs));
+    if (rp_dheap_first(&rp_child.read_heap)) {
+        next = earliest(next, rp_dheap_first(&rp_child.read_heap)->expires);
+    }
     next = earliest(next, rp_accept_rest_until());
     next = earliest(next, balance_at);
     next = earliest(next, timer_at);
@@ -418,6 +472,7 @@ void *APR_THREAD_FUNC rp_loop_main(apr_thread_t *thd, void *arg)
                        RP_MAX_EVENTS, &woken);
         rp_accept_retry();
         expire(listening ? 0 : RP_IDLE_GRACE);
+        hand_over_late_reads();
     }
     rp_accept_stop();
     rp_child.loop_done = 1;

@@ -136,3 +136,100 @@ void rp_timeqs_free(rp_timeqs *s)
     }
     s->n = 0;
 }
+
+/* ---- deadline heap ------------------------------------------------------ */
+
+void rp_dtimer_init(rp_dtimer *t)
+{
+    t->expires = 0;
+    t->idx = -1;
+}
+
+static void put(rp_dheap *h, int i, rp_dtimer *t)
+{
+    h->v[i] = t;
+    t->idx = i;
+}
+
+static void sift_up(rp_dheap *h, int i)
+{
+    rp_dtimer *t = h->v[i];
+
+    while (i > 0 && h->v[(i - 1) / 2]->expires > t->expires) {
+        put(h, i, h->v[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    put(h, i, t);
+}
+
+static void sift_down(rp_dheap *h, int i)
+{
+    rp_dtimer *t = h->v[i];
+
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) {
+            break;
+        }
+        if (c + 1 < h->n && h->v[c + 1]->expires < h->v[c]->expires) {
+            c++;
+        }
+        if (h->v[c]->expires >= t->expires) {
+            break;
+        }
+        put(h, i, h->v[c]);
+        i = c;
+    }
+    put(h, i, t);
+}
+
+int rp_dheap_add(rp_dheap *h, rp_dtimer *t, rp_usec expires)
+{
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 64;
+        rp_dtimer **v = realloc(h->v, (size_t)cap * sizeof(*v));
+        if (!v) {
+            return 0;
+        }
+        h->v = v;
+        h->cap = cap;
+    }
+    t->expires = expires;
+    put(h, h->n++, t);
+    sift_up(h, t->idx);
+    return 1;
+}
+
+void rp_dheap_remove(rp_dheap *h, rp_dtimer *t)
+{
+    int i = t->idx;
+    rp_dtimer *last;
+
+    if (i < 0) {
+        return;
+    }
+    t->idx = -1;
+    last = h->v[--h->n];
+    if (last == t) {
+        return;
+    }
+    put(h, i, last);
+    if (i > 0 && h->v[(i - 1) / 2]->expires > last->expires) {
+        sift_up(h, i);
+    }
+    else {
+        sift_down(h, i);
+    }
+}
+
+rp_dtimer *rp_dheap_first(const rp_dheap *h)
+{
+    return h->n ? h->v[0] : NULL;
+}
+
+void rp_dheap_free(rp_dheap *h)
+{
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+}

@@ -2,6 +2,8 @@
  * with the same timeout, so appending in arrival order keeps the queue
  * sorted by expiry: append, remove and "what expires next" are O(1).  A set
  * holds one queue per distinct timeout (virtual hosts may differ).
+ * Waits whose deadlines differ from one to the next (a request read ahead
+ * under mod_reqtimeout's clocks) go on a deadline heap instead: O(log n).
  * Pure logic, no locking (the caller holds its lock); unit-tested in
  * test/unit/check_timeq.c. */
 #ifndef RP_TIMEQ_H
@@ -68,5 +70,25 @@ rp_usec rp_timeqs_next_expiry(const rp_timeqs *s);
 int rp_timeqs_count(const rp_timeqs *s);
 
 void rp_timeqs_free(rp_timeqs *s);
+
+/* A min-heap of deadlines. */
+typedef struct rp_dtimer {
+    rp_usec expires;
+    int idx;                    /* in the heap; -1 while not queued */
+} rp_dtimer;
+
+typedef struct rp_dheap {
+    rp_dtimer **v;
+    int n, cap;
+} rp_dheap;
+
+void rp_dtimer_init(rp_dtimer *t);
+/* Queue t (not queued yet) to expire at `expires`; 0 if out of memory. */
+int rp_dheap_add(rp_dheap *h, rp_dtimer *t, rp_usec expires);
+/* Unqueue t; harmless if it is not queued. */
+void rp_dheap_remove(rp_dheap *h, rp_dtimer *t);
+/* The earliest timer, or NULL. */
+rp_dtimer *rp_dheap_first(const rp_dheap *h);
+void rp_dheap_free(rp_dheap *h);
 
 #endif

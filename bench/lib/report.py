@@ -342,6 +342,48 @@ def restart_md(rows, meta, out):
     return lines
 
 
+# ------------------------------------------------------------ slow clients
+SLOW_WHAT = {"heads": "request heads trickling in (a header line every 5 s)",
+             "handshakes": "TLS handshakes never finished (normal clients over HTTPS)",
+             "readers": "readers of the 1 MiB file taking a byte a second"}
+
+
+def slow_md(rows, meta, out):
+    rows = [r for r in rows if not r.get("note")]
+    if not rows:
+        return []
+    variants = order_variants([r["variant"] for r in rows], meta)
+    lines = ["## Slow clients beside normal ones", "",
+             "wrk -t1 -c50 keep-alive (500 B) alone, then beside %s slow connections, "
+             "per variant and scenario, rounds interleaved; medians over rounds. "
+             "ratio: req/s beside / alone. Threads: the server's, before and after the "
+             "slow clients connected. KiB/slow: PSS growth per slow connection. Open: "
+             "slow connections the server still held at the end." % f_int(
+                 num(rows[0]["slow"])), ""]
+    for sc in ("heads", "handshakes", "readers"):
+        sub = [r for r in rows if r["scenario"] == sc]
+        if not sub:
+            continue
+        lines += ["### %s" % SLOW_WHAT[sc], "",
+                  "| variant | rounds | req/s alone | req/s beside | ratio | p99 beside (ms) "
+                  "| errors beside | threads | KiB/slow | open |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+        for v in variants:
+            vr = [r for r in sub if r["variant"] == v]
+            if not vr:
+                continue
+            def m(k):
+                return med([num(r[k]) for r in vr if num(r[k]) is not None])
+            lines.append("| %s | %d | %s | %s | %s | %s | %d | %s -> %s | %s | %s |" % (
+                v, len(vr), f_int(m("alone_rps")), f_int(m("beside_rps")),
+                f_ratio(m("ratio")), f_num(m("beside_p99_ms")),
+                sum(int(num(r["beside_errors"]) or 0) for r in vr),
+                f_int(m("threads_before")), f_int(m("threads_beside")),
+                f_num(m("dpss_per_slow_kb")), f_int(m("slow_open"))))
+        lines.append("")
+    return lines
+
+
 # ------------------------------------------------------------ plots
 def publish(outdir, text):
     """A run's summary.md, also printed, and where it is."""
@@ -528,6 +570,7 @@ def make(out, update_doc=False):
     lines += idle_md(read_tsv(os.path.join(out, "idle.tsv")), meta, out)
     lines += syscalls_md(read_tsv(os.path.join(out, "syscalls.tsv")), meta, out)
     lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
+    lines += slow_md(read_tsv(os.path.join(out, "slow.tsv")), meta, out)
     pngs = [p for p in ("rps.png", "rps_vs_event.png", "cpu_per_request.png", "latency.png",
                         "idle_memory.png") if os.path.exists(os.path.join(out, p))]
     if pngs:

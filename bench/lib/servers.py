@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 
 import privhttpd  # noqa: E402  (shared library, owned by the test helper)
 import procstat  # noqa: E402
+import tlscert  # noqa: E402
 
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 
@@ -40,7 +41,20 @@ HostnameLookups Off
     # Room for two generations during a graceful restart (old children
     # finishing while new ones start), for every MPM alike.
     "restart": "KeepAliveTimeout 30\nTimeout 60\n",
+    "slow": "KeepAliveTimeout 30\nTimeout 60\n",
 }
+
+# TLS on a second port (tls=True): TLS 1.3, session cache on.
+HTTPD_TLS = """
+Listen 127.0.0.1:{port}
+SSLSessionCache shmcb:{dir}/logs/ssl_scache(512000)
+<VirtualHost 127.0.0.1:{port}>
+  SSLEngine on
+  SSLProtocol -all +TLSv1.3
+  SSLCertificateFile {crt}
+  SSLCertificateKeyFile {key}
+</VirtualHost>
+"""
 # After the variant's own directives (the later one wins).  Graceful
 # restarts need scoreboard room for two generations (old children finishing
 # while new ones start), for every MPM alike.
@@ -63,6 +77,7 @@ class Server:
         return procstat.tree_pids(self.root_pid) if self.root_pid else []
 
     h2port = None
+    tls_port = None
 
     def url(self, path="/"):
         return "http://%s:%d%s" % (self.host, self.port, path)
@@ -91,20 +106,26 @@ class Server:
 class HttpdServer(Server):
     kind = "httpd"
 
-    def __init__(self, variant, part, docroot, port=None, h2=False):
+    def __init__(self, variant, part, docroot, port=None, h2=False, tls=False):
         self.variant = variant
         modules = list(variant.modules)
         extra = ""
         if h2:  # HTTP/2 over cleartext (prior knowledge) on the same port
             modules.append("http2")
             extra = "Protocols h2c http/1.1\n"
-        directives = "\n".join([HTTPD_BASE["common"], HTTPD_BASE.get(part, ""), extra,
-                                variant.config(part, "directives"),
-                                HTTPD_LATE.get(part, "")])
-        self.h = privhttpd.Httpd(mpm=variant.mpm, directives=directives,
-                                 port=port, docroot=docroot, modules=modules)
+        if tls:
+            modules += ["ssl", "socache_shmcb"]
+        self.h = privhttpd.Httpd(mpm=variant.mpm, port=port, docroot=docroot,
+                                 modules=modules, nofile=20000)
         self.port = self.h.port
         self.dir = self.h.dir
+        if tls:
+            crt, key = tlscert.make_certificate(self.dir)
+            self.tls_port = privhttpd.free_port(self.host)
+            extra += HTTPD_TLS.format(port=self.tls_port, dir=self.dir, crt=crt, key=key)
+        self.h.directives = "\n".join([HTTPD_BASE["common"], HTTPD_BASE.get(part, ""), extra,
+                                       variant.config(part, "directives"),
+                                       HTTPD_LATE.get(part, "")])
 
     def start(self, timeout=180):
         self.h.start(timeout=timeout)
@@ -272,5 +293,7 @@ class NginxServer(Server):
 KINDS = {"httpd": HttpdServer, "nginx": NginxServer}
 
 
-def make_server(variant, part, docroot, port=None, h2=False):
+def make_server(variant, part, docroot, port=None, h2=False, tls=False):
+    if tls:
+        return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2, tls=tls)
     return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2)

@@ -31,8 +31,17 @@ def name_of(nr):
     return syscall_names().get(nr, "sys_%d" % nr)
 
 
+TRACEFS = "/sys/kernel/tracing"
+
+
 def available():
-    return subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0
+    """bpftrace is installed and can see tracepoints (tracefs mounted: some
+    machines boot without it; as root, mount it)."""
+    if subprocess.run(["which", "bpftrace"], capture_output=True).returncode != 0:
+        return False
+    if not os.path.exists(os.path.join(TRACEFS, "events")) and os.geteuid() == 0:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
+    return os.path.exists(os.path.join(TRACEFS, "events"))
 
 
 class Counter:

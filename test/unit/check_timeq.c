@@ -92,6 +92,44 @@ START_TEST(full_set_falls_back_to_nearest)
 }
 END_TEST
 
+/* Timers leave the heap earliest first, whatever order they came and
+ * whichever were removed. */
+START_TEST(deadline_heap_orders_and_removes)
+{
+    rp_dheap h = { NULL, 0, 0 };
+    rp_dtimer t[200];
+    rp_usec last = -1;
+    int i, left = 0;
+
+    for (i = 0; i < 200; i++) {
+        rp_dtimer_init(&t[i]);
+        ck_assert(rp_dheap_add(&h, &t[i], (i * 7919) % 1000));
+    }
+    for (i = 0; i < 200; i += 3) {
+        rp_dheap_remove(&h, &t[i]);
+        rp_dheap_remove(&h, &t[i]);     /* twice: no effect */
+        ck_assert_int_eq(t[i].idx, -1);
+    }
+    for (i = 0; i < 200; i++) {
+        left += i % 3 != 0;
+    }
+    ck_assert_int_eq(h.n, left);
+    while (rp_dheap_first(&h)) {
+        rp_dtimer *f = rp_dheap_first(&h);
+        ck_assert(f->expires >= last);
+        last = f->expires;
+        rp_dheap_remove(&h, f);
+        left--;
+    }
+    ck_assert_int_eq(left, 0);
+    /* Re-queued with a new deadline. */
+    ck_assert(rp_dheap_add(&h, &t[5], 42));
+    ck_assert(rp_dheap_add(&h, &t[6], 7));
+    ck_assert_ptr_eq(rp_dheap_first(&h), &t[6]);
+    rp_dheap_free(&h);
+}
+END_TEST
+
 static Suite *timeq_suite(void)
 {
     Suite *su = suite_create("rp_timeq");
@@ -101,6 +139,7 @@ static Suite *timeq_suite(void)
     tcase_add_test(tc, remove_from_middle_and_twice);
     tcase_add_test(tc, set_keeps_one_queue_per_timeout);
     tcase_add_test(tc, full_set_falls_back_to_nearest);
+    tcase_add_test(tc, deadline_heap_orders_and_removes);
     suite_add_tcase(su, tc);
     return su;
 }

@@ -1,0 +1,481 @@
+/* A connection's input for the read-ahead: see rp_inbuf.h. */
+#include "rp.h"
+#include "rp_inbuf.h"
+
+#include "apr_buckets.h"
+#include "apr_optional.h"
+#include "http_connection.h"
+#include "http_core.h"
+#include "util_filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+/* A heap buffer wasting more than this is copied down while it waits. */
+#define RP_IN_SLACK 1024
+
+struct rp_inbuf {
+    conn_rec *c;
+    ap_filter_t *f;
+    int fd;
+    apr_bucket_brigade *held;   /* read ahead, not yet read by httpd */
+    apr_bucket_brigade *tmp;
+    int handshaken;             /* our handshake call returned */
+    int core_only;              /* only core (and counting) below us */
+    int core_gave_up;           /* core handed its socket away */
+    int core_holds;             /* core may hold bytes it read itself */
+    int counted;                /* mod_logio counts this connection */
+    int drained;                /* the socket had no more at our last
+                                   read, and nothing read below since */
+    int timed_out;              /* reads that would wait time out */
+    apr_status_t err;           /* of the last direct read that failed */
+};
+
+static ap_filter_rec_t *inbuf_filter;
+static ap_filter_rec_t *reqtimeout_filter, *logio_filter;
+static APR_OPTIONAL_FN_TYPE(ap_logio_add_bytes_in) *logio_add_bytes_in;
+
+/* ---- reading below ------------------------------------------------------- */
+
+/* mod_reqtimeout's clocks start in httpd's pre_read_request and
+ * post_read_request hooks, when httpd reads the request (later); what its
+ * filter would make of our reads now is the previous request's clock.  So
+ * the read-ahead reads past it (and keeps the clocks itself). */
+static apr_status_t read_past_reqtimeout(rp_inbuf *in, apr_bucket_brigade *bb,
+                                         ap_input_mode_t mode, apr_off_t n)
+{
+    ap_filter_t *before = NULL, *skipped = NULL;
+    apr_status_t rv;
+
+    if (reqtimeout_filter) {
+        for (before = in->f; before->next; before = before->next) {
+            if (before->next->frec == reqtimeout_filter) {
+                skipped = before->next;
+                before->next = skipped->next;
+                break;
+            }
+        }
+    }
+    rv = ap_get_brigade(in->f->next, bb, mode, APR_NONBLOCK_READ, n);
+    if (skipped) {
+        before->next = skipped;
+    }
+    return rv;
+}
+
+void rp_inbuf_look_below(rp_inbuf *in)
+{
+    ap_filter_t *f;
+
+    in->core_only = in->counted = 0;
+    for (f = in->f->next; f; f = f->next) {
+        if (f->frec == ap_core_input_filter_handle) {
+            in->core_only = in->fd >= 0 && !in->core_gave_up;
+            return;
+        }
+        if (f->frec == logio_filter) {
+            in->counted = 1;
+        }
+        else if (f->frec != reqtimeout_filter) {
+            return;
+        }
+    }
+}
+
+int rp_inbuf_core_only(const rp_inbuf *in)
+{
+    return in->core_only;
+}
+
+/* After httpd read past us into core: may core hold bytes it read and did
+ * not hand up?  Core hands up all it has when it gives fewer than asked
+ * (READBYTES), and holds nothing after finding nothing. */
+static void note_core_read(rp_inbuf *in, ap_input_mode_t mode, apr_off_t asked,
+                           apr_bucket_brigade *bb, apr_status_t rv)
+{
+    apr_off_t len = 0;
+
+    if (mode == AP_MODE_EXHAUSTIVE) {
+        in->core_only = 0;      /* core gave up its socket: leave it be */
+        in->core_gave_up = 1;
+        return;
+    }
+    if (rv != APR_SUCCESS || apr_brigade_length(bb, 0, &len) != APR_SUCCESS) {
+        in->core_holds = rv == APR_SUCCESS || !APR_STATUS_IS_EAGAIN(rv);
+        return;
+    }
+    in->core_holds = len > 0 && (mode != AP_MODE_READBYTES || len >= asked);
+}
+
+/* One recv() into a buffer like core's, as a heap bucket at bb's end. */
+static rp_in_read recv_direct(rp_inbuf *in, apr_bucket_brigade *bb,
+                              apr_size_t *got)
+{
+    apr_bucket_alloc_t *ba = in->c->bucket_alloc;
+    char *buf = apr_bucket_alloc(APR_BUCKET_BUFF_SIZE, ba);
+    ssize_t n;
+
+    do {
+        n = recv(in->fd, buf, APR_BUCKET_BUFF_SIZE, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        in->err = n < 0 ? APR_FROM_OS_ERROR(errno) : APR_SUCCESS;
+        apr_bucket_free(buf);
+        return n == 0 ? RP_IN_EOF
+               : APR_STATUS_IS_EAGAIN(in->err) ? RP_IN_NONE : RP_IN_ERROR;
+    }
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(buf, (apr_size_t)n,
+                                                       apr_bucket_free, ba));
+    if (in->counted && logio_add_bytes_in) {
+        logio_add_bytes_in(in->c, n);
+    }
+    *got = (apr_size_t)n;
+    return RP_IN_DATA;
+}
+
+/* Keep the data: metadata goes (an end of stream shows as eof: httpd finds
+ * it again), data another filter may reuse (TLS returns its own buffer) is
+ * copied. */
+static apr_status_t keep_data_only(rp_inbuf *in, apr_bucket_brigade *bb,
+                                   int *eof)
+{
+    apr_bucket *b = APR_BRIGADE_FIRST(bb);
+    apr_status_t rv;
+
+    while (b != APR_BRIGADE_SENTINEL(bb)) {
+        apr_bucket *next = APR_BUCKET_NEXT(b);
+        if (APR_BUCKET_IS_METADATA(b)) {
+            *eof |= APR_BUCKET_IS_EOS(b);
+            apr_bucket_delete(b);
+        }
+        else if ((rv = apr_bucket_setaside(b, in->c->pool)) != APR_SUCCESS) {
+            return rv;
+        }
+        b = next;
+    }
+    return APR_SUCCESS;
+}
+
+/* One read through the filters below (TLS decrypts). */
+static rp_in_read read_filtered(rp_inbuf *in, apr_bucket_brigade *bb,
+                                apr_size_t *got)
+{
+    apr_status_t rv;
+    apr_off_t len = 0;
+    int eof = 0;
+
+    rv = read_past_reqtimeout(in, bb, AP_MODE_READBYTES, APR_BUCKET_BUFF_SIZE);
+    if (rv == APR_SUCCESS) {
+        rv = keep_data_only(in, bb, &eof);
+    }
+    if (rv != APR_SUCCESS) {
+        apr_brigade_cleanup(bb);
+        return APR_STATUS_IS_EAGAIN(rv) ? RP_IN_NONE_MAYBE
+               : APR_STATUS_IS_EOF(rv) ? RP_IN_EOF : RP_IN_ERROR;
+    }
+    apr_brigade_length(bb, 1, &len);
+    *got = (apr_size_t)len;
+    if (in->core_only && *got < APR_BUCKET_BUFF_SIZE) {
+        in->core_holds = 0;     /* core handed up all it had */
+    }
+    return *got ? RP_IN_DATA : eof ? RP_IN_EOF : RP_IN_NONE_MAYBE;
+}
+
+static void feed_brigade(apr_bucket_brigade *bb, rp_in_feed *feed, void *baton)
+{
+    apr_bucket *b;
+
+    for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+         b = APR_BUCKET_NEXT(b)) {
+        const char *s;
+        apr_size_t len;
+        if (apr_bucket_read(b, &s, &len, APR_NONBLOCK_READ) == APR_SUCCESS && len) {
+            feed(baton, s, len);
+        }
+    }
+}
+
+rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_feed *feed, void *baton,
+                         apr_size_t *got, int *drained)
+{
+    int direct = in->core_only && !in->core_holds;
+    rp_in_read r;
+
+    *got = 0;
+    in->drained = 0;
+    r = direct ? recv_direct(in, in->tmp, got) : read_filtered(in, in->tmp, got);
+    if (r != RP_IN_DATA) {
+        in->drained = r == RP_IN_NONE;
+        *drained = in->drained;
+        return r;
+    }
+    /* A recv() that did not fill its buffer emptied the socket; so did
+     * core when it gave fewer than asked (it tried once more), though that
+     * try may have met the end of the stream, which its next read tells. */
+    *drained = direct && *got < APR_BUCKET_BUFF_SIZE;
+    in->drained = in->core_only && *got < APR_BUCKET_BUFF_SIZE;
+    feed_brigade(in->tmp, feed, baton);
+    APR_BRIGADE_CONCAT(in->held, in->tmp);
+    return RP_IN_DATA;
+}
+
+void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton)
+{
+    feed_brigade(in->held, feed, baton);
+}
+
+void rp_inbuf_set_drained(rp_inbuf *in)
+{
+    in->drained = 1;
+}
+
+apr_status_t rp_inbuf_handshake(rp_inbuf *in)
+{
+    apr_status_t rv = read_past_reqtimeout(in, in->tmp, AP_MODE_INIT, 0);
+
+    apr_brigade_cleanup(in->tmp);
+    in->handshaken = !APR_STATUS_IS_EAGAIN(rv);
+    return rv;
+}
+
+void rp_inbuf_compact(rp_inbuf *in)
+{
+    apr_bucket *b = APR_BRIGADE_FIRST(in->held);
+    apr_off_t len;
+    apr_size_t n;
+    char *buf;
+
+    if (APR_BRIGADE_EMPTY(in->held)) {
+        return;
+    }
+    if (b == APR_BRIGADE_LAST(in->held) && APR_BUCKET_IS_HEAP(b)
+        && ((apr_bucket_heap *)b->data)->alloc_len - b->length <= RP_IN_SLACK) {
+        return;
+    }
+    if (apr_brigade_length(in->held, 1, &len) != APR_SUCCESS
+        || !(buf = malloc(len ? (apr_size_t)len : 1))) {
+        return;                 /* as it is, then */
+    }
+    n = (apr_size_t)len;
+    if (apr_brigade_flatten(in->held, buf, &n) != APR_SUCCESS) {
+        free(buf);
+        return;
+    }
+    apr_brigade_cleanup(in->held);
+    APR_BRIGADE_INSERT_TAIL(in->held, apr_bucket_heap_create(
+                                buf, n, free, in->c->bucket_alloc));
+}
+
+void rp_inbuf_time_out(rp_inbuf *in, int on)
+{
+    in->timed_out = on;
+}
+
+/* ---- the filter: httpd reads what was read ahead first ------------------ */
+
+static void move_until(apr_bucket_brigade *to, apr_bucket_brigade *from,
+                       apr_bucket *end)
+{
+    while (APR_BRIGADE_FIRST(from) != end) {
+        apr_bucket *b = APR_BRIGADE_FIRST(from);
+        APR_BUCKET_REMOVE(b);
+        APR_BRIGADE_INSERT_TAIL(to, b);
+    }
+}
+
+static apr_status_t copy_until(apr_bucket_brigade *to, apr_bucket_brigade *from,
+                               apr_bucket *end)
+{
+    apr_bucket *b, *copy;
+    apr_status_t rv;
+
+    for (b = APR_BRIGADE_FIRST(from); b != end; b = APR_BUCKET_NEXT(b)) {
+        if ((rv = apr_bucket_copy(b, &copy)) != APR_SUCCESS) {
+            return rv;
+        }
+        APR_BRIGADE_INSERT_TAIL(to, copy);
+    }
+    return APR_SUCCESS;
+}
+
+static void eat_crlf(apr_bucket_brigade *held)
+{
+    while (!APR_BRIGADE_EMPTY(held)) {
+        apr_bucket *b = APR_BRIGADE_FIRST(held);
+        const char *s;
+        apr_size_t len, i = 0;
+        if (apr_bucket_read(b, &s, &len, APR_NONBLOCK_READ) != APR_SUCCESS) {
+            return;
+        }
+        while (i < len && (s[i] == '\r' || s[i] == '\n')) {
+            i++;
+        }
+        if (i < len) {
+            apr_bucket_split(b, i);
+            apr_bucket_delete(b);
+            return;
+        }
+        apr_bucket_delete(b);
+    }
+}
+
+/* Nothing left to serve (reading a line to its very end leaves an empty
+ * bucket behind: gone). */
+static int held_empty(rp_inbuf *in)
+{
+    while (!APR_BRIGADE_EMPTY(in->held)
+           && APR_BRIGADE_FIRST(in->held)->length == 0) {
+        apr_bucket_delete(APR_BRIGADE_FIRST(in->held));
+    }
+    return APR_BRIGADE_EMPTY(in->held);
+}
+
+/* Serve from the bytes held; they are all here, so no mode waits. */
+static apr_status_t serve_held(ap_filter_t *f, rp_inbuf *in,
+                               apr_bucket_brigade *bb, ap_input_mode_t mode,
+                               apr_read_type_e block, apr_off_t n)
+{
+    apr_bucket *end;
+    apr_status_t rv;
+
+    switch (mode) {
+    case AP_MODE_GETLINE:
+        return apr_brigade_split_line(bb, in->held, APR_NONBLOCK_READ,
+                                      HUGE_STRING_LEN);
+    case AP_MODE_READBYTES:
+    case AP_MODE_SPECULATIVE:
+        rv = apr_brigade_partition(in->held, n, &end);
+        if (rv != APR_SUCCESS && rv != APR_INCOMPLETE) {
+            return rv;
+        }
+        if (mode == AP_MODE_SPECULATIVE) {
+            return copy_until(bb, in->held, end);
+        }
+        move_until(bb, in->held, end);
+        return APR_SUCCESS;
+    case AP_MODE_EXHAUSTIVE:
+        APR_BRIGADE_CONCAT(bb, in->held);
+        rv = ap_get_brigade(f->next, bb, mode, block, n);
+        note_core_read(in, mode, n, bb, rv);
+        return rv;
+    case AP_MODE_EATCRLF:
+        eat_crlf(in->held);
+        return APR_SUCCESS;
+    default:
+        return APR_ENOTIMPL;
+    }
+}
+
+/* Is a next request here (httpd asks after each response)?  Not since our
+ * last read found the socket empty while the client has not had the
+ * answer yet (core still holds it): what arrives later is an event the
+ * loop sees.  Once the answer is out the client may have answered
+ * already: look (directly, where core holds nothing), so httpd goes on at
+ * once. */
+static apr_status_t peek_next(ap_filter_t *f, rp_inbuf *in,
+                              apr_bucket_brigade *bb, apr_off_t n)
+{
+    apr_size_t got = 0;
+    rp_in_read r;
+
+    if (in->drained && f->c->data_in_output_filters) {
+        return APR_SUCCESS;
+    }
+    r = recv_direct(in, in->held, &got);
+    in->drained = r == RP_IN_NONE || (r == RP_IN_DATA && got < APR_BUCKET_BUFF_SIZE);
+    switch (r) {
+    case RP_IN_DATA:
+        return serve_held(f, in, bb, AP_MODE_SPECULATIVE, APR_NONBLOCK_READ, n);
+    case RP_IN_NONE:
+        return APR_SUCCESS;
+    case RP_IN_EOF:
+        return APR_EOF;
+    default:
+        return in->err;
+    }
+}
+
+/* Past us to the network, as httpd asked: late, a read that would wait
+ * times out as httpd's blocking read would have. */
+static apr_status_t read_on(ap_filter_t *f, rp_inbuf *in, apr_bucket_brigade *bb,
+                            ap_input_mode_t mode, apr_read_type_e block,
+                            apr_off_t n)
+{
+    int late = in->timed_out && block == APR_BLOCK_READ;
+    apr_status_t rv;
+
+    in->drained = 0;
+    rv = ap_get_brigade(f->next, bb, mode, late ? APR_NONBLOCK_READ : block, n);
+    if (in->core_only) {
+        note_core_read(in, mode, n, bb, rv);
+    }
+    if (late && (APR_STATUS_IS_EAGAIN(rv)
+                 || (rv == APR_SUCCESS && APR_BRIGADE_EMPTY(bb)))) {
+        return APR_TIMEUP;
+    }
+    return rv;
+}
+
+static apr_status_t inbuf_input(ap_filter_t *f, apr_bucket_brigade *bb,
+                                ap_input_mode_t mode, apr_read_type_e block,
+                                apr_off_t n)
+{
+    rp_inbuf *in = f->ctx;
+
+    if (mode == AP_MODE_INIT) {
+        /* Once our handshake call returned, done or failed, it is not made
+         * again: mod_ssl answers plain HTTP on its port with a made-up
+         * request line, which its own INIT call (process_connection) would
+         * take instead of httpd. */
+        return in->handshaken ? APR_SUCCESS : ap_get_brigade(f->next, bb, mode, block, n);
+    }
+    if (!held_empty(in)) {
+        return serve_held(f, in, bb, mode, block, n);
+    }
+    if (mode == AP_MODE_SPECULATIVE && block == APR_NONBLOCK_READ
+        && !in->timed_out && in->core_only && !in->core_holds) {
+        return peek_next(f, in, bb, n);
+    }
+    return read_on(f, in, bb, mode, block, n);
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+rp_inbuf *rp_inbuf_attach(conn_rec *c)
+{
+    rp_inbuf *in = apr_pcalloc(c->pool, sizeof(*in));
+    apr_socket_t *sock = ap_get_conn_socket(c);
+
+    in->c = c;
+    in->fd = -1;
+    if (sock) {
+        apr_os_sock_get(&in->fd, sock);
+    }
+    in->held = apr_brigade_create(c->pool, c->bucket_alloc);
+    in->tmp = apr_brigade_create(c->pool, c->bucket_alloc);
+    in->f = ap_add_input_filter_handle(inbuf_filter, in, NULL, c);
+    rp_inbuf_look_below(in);
+    return in;
+}
+
+void rp_inbuf_register(void)
+{
+    /* Above TLS (AP_FTYPE_CONNECTION + 5) and mod_reqtimeout (+ 8): it
+     * holds the bytes of the request itself. */
+    inbuf_filter = ap_register_input_filter("RP_READ_AHEAD", inbuf_input, NULL,
+                                            AP_FTYPE_CONNECTION + 4);
+}
+
+int rp_inbuf_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                         apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    (void)s;
+    reqtimeout_filter = ap_get_input_filter_handle("reqtimeout");
+    logio_filter = ap_get_input_filter_handle("log_input_output");
+    logio_add_bytes_in = APR_RETRIEVE_OPTIONAL_FN(ap_logio_add_bytes_in);
+    return OK;
+}

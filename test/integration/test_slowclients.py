@@ -1,0 +1,304 @@
+"""Clients that send slowly: request heads trickling in, bodies trickling in,
+TLS handshakes never finished.  mpm_reuseport reads a request ahead in its
+event loop until it is whole, so such clients cost memory, not worker
+threads, and everyone else is served meanwhile; the time limits of httpd's
+blocking reads (Timeout, mod_reqtimeout's RequestReadTimeout) still apply,
+with httpd's own answer (408) when they run out.
+
+Each server here has one child with a few threads: a thread-per-request
+MPM (stock mpm_event reads a request in a worker) runs out of threads at
+once, which the first test shows side by side."""
+import os
+import socket
+import ssl
+import time
+
+from common import (CGI_BODY, IS_REUSEPORT, HttpdTestCase, ResponseReader, connect,
+                    mpm_directives, request_bytes, reuseport_only, run_wrk, sha256)
+from slowclients import SlowClients, raise_nofile
+from tlscert import make_certificate
+
+
+def small_server(threads, extra=""):
+    return mpm_directives(start=1, server_limit=1, thread_limit=threads, threads=threads,
+                          max_workers=threads, min_spare=1, max_spare=threads, buckets=1,
+                          extra=extra)
+
+
+def thread_count(h):
+    n = 0
+    for pid in h.processes():
+        try:
+            n += len(os.listdir("/proc/%d/task" % pid))
+        except OSError:
+            pass
+    return n
+
+
+def https_get(host, port, path, timeout=5):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(request_bytes("GET", path, host, headers=[("Connection", "close")]))
+            return ResponseReader(s).read_response()
+
+
+class SlowHeads(HttpdTestCase):
+    SLOW = 300
+
+    def _load_beside_slow_heads(self, h):
+        """wrk alone, then again beside SLOW connections that each send a
+        header line a second and never end their request."""
+        alone = run_wrk(h.url("/f.txt"), 2, 6, latency=True)
+        threads_before = thread_count(h)
+        with SlowClients(h.host, h.port, self.SLOW, "headers", interval=1.0) as slow:
+            time.sleep(1.5)     # every slow head has begun and is waiting
+            beside = run_wrk(h.url("/f.txt"), 2, 6, latency=True)
+            outcomes = slow.outcomes()
+            threads_after = thread_count(h)
+            status = h.status() if beside.requests else {}
+        return alone, beside, outcomes, threads_before, threads_after, status
+
+    def test_slow_request_heads_do_not_starve_other_clients(self):
+        raise_nofile(4 * self.SLOW)
+        conf = small_server(8, "KeepAliveTimeout 5\nTimeout 60\n")
+        h = self.httpd(conf, files={"f.txt": "x" * 500}, nofile=4 * self.SLOW)
+        alone, beside, outcomes, t0, t1, status = self._load_beside_slow_heads(h)
+        ref = ""
+        if IS_REUSEPORT:
+            # The reference: stock mpm_event, same configuration and load.
+            ev_conf = mpm_directives(start=1, server_limit=1, thread_limit=8, threads=8,
+                                     max_workers=8, min_spare=1, max_spare=8,
+                                     extra="KeepAliveTimeout 5\nTimeout 60\n")
+            ev = self.httpd(ev_conf.replace("ReusePort", "#"), mpm="event",
+                            files={"f.txt": "x" * 500}, nofile=4 * self.SLOW)
+            ev_alone, ev_beside = self._load_beside_slow_heads(ev)[:2]
+            ev.stop()
+            ref = "; mpm_event: alone %s, beside %s" % (ev_alone, ev_beside)
+        print("\n    %d slow heads; alone: %s; beside them: %s%s" % (
+            self.SLOW, alone, beside, ref), end=" ")
+        self.assertEqual(outcomes.get("open"), self.SLOW, outcomes)
+        self.assertEqual(beside.failures, 0, beside)
+        self.assertGreater(beside.requests, 0.5 * alone.requests,
+                           "slow heads cut the others' requests: %s vs %s" % (beside, alone))
+        self.assertLess(beside.p99, 250, beside)
+        self.assertEqual(t1, t0, "threads grew with the slow connections")
+        if IS_REUSEPORT:
+            # They wait in the event loop, counted as such.
+            self.assertGreaterEqual(int(status.get("ConnsAsyncWaitIO", 0)), self.SLOW - 10,
+                                    status)
+
+    def test_timeout_between_reads_answers_408(self):
+        """Without mod_reqtimeout, Timeout bounds each wait for more of a
+        request, as httpd's blocking reads do: a head that stops coming gets
+        408; one whose pieces keep coming within Timeout is served."""
+        h = self.httpd(small_server(2, "Timeout 2\n"), files={"f.txt": "f\n"},
+                       access_log=True)
+        with connect(h.host, h.port, timeout=10) as stalled, \
+                connect(h.host, h.port, timeout=10) as trickle:
+            t0 = time.monotonic()
+            stalled.sendall(b"GET /f.txt HTTP/1.1\r\nHost: x\r\n")
+            trickle.sendall(b"GET /f.txt HTTP/1.1\r\n")
+            for i in range(4):              # 4.8 s in all, 1.2 s apart
+                time.sleep(1.2)
+                trickle.sendall(b"X-Piece-%d: y\r\n" % i)
+            trickle.sendall(b"Host: x\r\n\r\n")
+            r = ResponseReader(trickle).read_response()
+            self.assertEqual((r.status, r.body), (200, b"f\n"))
+            rd = ResponseReader(stalled)
+            r = rd.read_response()
+            took = time.monotonic() - t0
+        self.assertEqual(r.status, 408)
+        self.assertLess(took, 6)
+
+    def test_request_read_timeout_applies_per_virtual_host(self):
+        """mod_reqtimeout's limits (RequestReadTimeout) of the connection's
+        server: header=1 in a <VirtualHost> cuts a trickling head after about
+        a second there; its defaults (20-40 s) leave the main server's alone."""
+        from privhttpd import free_port
+        port2 = free_port()
+        conf = small_server(2, "Timeout 30\nLogLevel info\n"
+                               "Listen 127.0.0.1:%d\n<VirtualHost 127.0.0.1:%d>\n"
+                               "  RequestReadTimeout header=1\n</VirtualHost>\n"
+                               % (port2, port2))
+        h = self.httpd(conf, modules=["reqtimeout"], files={"f.txt": "f\n"})
+        with connect(h.host, port2, timeout=10) as cut, \
+                connect(h.host, h.port, timeout=10) as kept:
+            t0 = time.monotonic()
+            for s in (cut, kept):
+                s.sendall(b"GET /f.txt HTTP/1.1\r\nHost: x\r\n")
+            rd = ResponseReader(cut)
+            for i in range(10):
+                time.sleep(0.3)
+                kept.sendall(b"X-Piece-%d: y\r\n" % i)
+                try:
+                    cut.sendall(b"X-Piece-%d: y\r\n" % i)
+                except OSError:
+                    break
+                if rd.wait_close(0.01) is not None:
+                    break
+            cut_after = time.monotonic() - t0
+            kept.sendall(b"\r\n")
+            r = ResponseReader(kept).read_response()
+            self.assertEqual((r.status, r.body), (200, b"f\n"))
+        self.assertIn(b" 408 ", rd.buf.split(b"\r\n", 1)[0] + b" ")
+        self.assertGreater(cut_after, 0.8)
+        self.assertLess(cut_after, 2.5, "header=1 enforced late")
+        if IS_REUSEPORT:
+            self.assertIn("request header read timeout", h.log())
+
+    @reuseport_only
+    def test_slow_heads_finish_after_a_graceful_restart(self):
+        """A head still arriving when the server restarts gracefully is
+        read to its end and answered by the old child."""
+        h = self.httpd(small_server(4, "Timeout 30\n"), files={"f.txt": "f\n"})
+        with SlowClients(h.host, h.port, 20, "headers", interval=0.5, path="/f.txt",
+                         finish_after=6) as slow:
+            time.sleep(0.7)
+            h.graceful()
+            o = slow.wait(lambda o: o.get("answered 200") == 20, 15)
+        self.assertEqual(o, {"answered 200": 20})
+
+
+class SlowBodies(HttpdTestCase):
+    def test_slow_small_bodies_to_a_cgi_hold_no_thread(self):
+        """A CGI reads its request body: bodies trickling in (10 KB, 1 KB
+        every 0.2 s) wait in the event loop, so a static file is served
+        meanwhile; each body then reaches the CGI whole."""
+        h = self.httpd(small_server(4, "Timeout 30\n"), files={"f.txt": "f\n"},
+                       cgi={"body.py": CGI_BODY})
+        with SlowClients(h.host, h.port, 40, "body", interval=0.2, body=10000,
+                         chunk=1000, path="/cgi-bin/body.py") as slow:
+            time.sleep(0.5)
+            res = run_wrk(h.url("/f.txt"), 1, 4, latency=True)
+            o = slow.wait(lambda o: o.get("answered 200") == 40, 20)
+        self.assertEqual(res.failures, 0, res)
+        self.assertGreater(res.requests, 500, res)
+        self.assertEqual(o, {"answered 200": 40})
+
+    def test_expect_100_continue_is_not_held_back(self):
+        """A client that waits for 100 Continue before sending its body gets
+        it at once (its body is not waited for)."""
+        h = self.httpd(small_server(2), cgi={"body.py": CGI_BODY})
+        body = os.urandom(3000)
+        with connect(h.host, h.port, timeout=5) as s:
+            s.sendall(request_bytes("POST", "/cgi-bin/body.py", h.host,
+                                    headers=[("Expect", "100-continue"),
+                                             ("Content-Length", str(len(body)))]))
+            rd = ResponseReader(s)
+            rd.wait_for(b"\r\n\r\n", timeout=2)
+            self.assertTrue(rd.buf.startswith(b"HTTP/1.1 100"), rd.buf[:40])
+            rd.buf = rd.buf.split(b"\r\n\r\n", 1)[1]
+            s.sendall(body)
+            r = rd.read_response()
+        self.assertEqual(r.status, 200)
+        self.assertIn(("sha256=%s" % sha256(body)).encode(), r.body)
+
+    def test_pipelined_requests_in_pieces(self):
+        """Three requests, one with a body, sent back to back in pieces that
+        split them anywhere: three right answers, in order."""
+        h = self.httpd(small_server(2), files={"a.txt": "a\n", "b.txt": "bb\n"},
+                       cgi={"body.py": CGI_BODY})
+        body = b"z" * 777
+        data = (request_bytes("GET", "/a.txt", h.host)
+                + request_bytes("POST", "/cgi-bin/body.py", h.host, body=body)
+                + request_bytes("GET", "/b.txt", h.host))
+        with connect(h.host, h.port, timeout=10) as s:
+            for i in range(0, len(data), 37):
+                s.sendall(data[i:i + 37])
+                time.sleep(0.01)
+            rd = ResponseReader(s)
+            r1, r2, r3 = rd.read_response(), rd.read_response(), rd.read_response()
+        self.assertEqual((r1.status, r1.body), (200, b"a\n"))
+        self.assertEqual(r2.status, 200)
+        self.assertIn(("sha256=%s" % sha256(body)).encode(), r2.body)
+        self.assertEqual((r3.status, r3.body), (200, b"bb\n"))
+
+
+class SlowHandshakes(HttpdTestCase):
+    def _tls_server(self, threads, extra=""):
+        h = self.httpd(start=False, modules=["ssl", "socache_shmcb"],
+                       files={"f.txt": "tls\n"}, nofile=2048)
+        crt, key = make_certificate(h.dir)
+        h.directives = small_server(threads, extra) + (
+            "SSLEngine on\nSSLCertificateFile %s\nSSLCertificateKeyFile %s\n"
+            "SSLSessionCache shmcb:%s/logs/ssl_scache(512000)\n" % (crt, key, h.dir))
+        h.start()
+        return h
+
+    def test_unfinished_handshakes_hold_no_thread(self):
+        """200 clients send a ClientHello and nothing more: HTTPS clients
+        are still served at once, and Timeout ends those handshakes."""
+        h = self._tls_server(4, "Timeout 3\n")
+        self.assertEqual(https_get(h.host, h.port, "/f.txt").body, b"tls\n")
+        threads = thread_count(h)
+        with SlowClients(h.host, h.port, 200, "handshake") as slow:
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            for _ in range(20):
+                r = https_get(h.host, h.port, "/f.txt")
+                self.assertEqual((r.status, r.body), (200, b"tls\n"))
+            took = time.monotonic() - t0
+            self.assertEqual(thread_count(h), threads)
+            o = slow.wait(lambda o: o.get("closed") == 200, 10)
+        self.assertLess(took, 5, "20 HTTPS requests took %.1fs" % took)
+        self.assertEqual(o, {"closed": 200}, "handshakes not ended by Timeout 3")
+
+    def test_tls_request_heads_in_pieces(self):
+        """Heads arriving in several TLS records, on more connections than
+        threads, twice per connection (keep-alive): each read whole and
+        answered; another HTTPS client is served while they trickle in."""
+        h = self._tls_server(2, "Timeout 10\n")
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        conns = [ctx.wrap_socket(connect(h.host, h.port, timeout=10),
+                                 server_hostname="localhost") for _ in range(8)]
+        try:
+            for _ in range(2):
+                for piece in (b"GET /f.txt HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
+                    for s in conns:
+                        s.sendall(piece)
+                    if piece != b"\r\n":
+                        t0 = time.monotonic()
+                        self.assertEqual(https_get(h.host, h.port, "/f.txt").status, 200)
+                        self.assertLess(time.monotonic() - t0, 2)
+                        time.sleep(0.3)
+                for s in conns:
+                    r = ResponseReader(s).read_response()
+                    self.assertEqual((r.status, r.body), (200, b"tls\n"))
+        finally:
+            for s in conns:
+                s.close()
+
+    def test_tls_records_arriving_together(self):
+        """A head split over records sent back to back, and two requests
+        in records of their own, read ahead in one go: the bytes of each
+        record are kept, not what TLS decrypted into the same place next."""
+        h = self._tls_server(2)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with ctx.wrap_socket(connect(h.host, h.port, timeout=10),
+                             server_hostname="localhost") as s:
+            rd = ResponseReader(s)
+            for _ in range(5):
+                for piece in (b"GET /f.txt HTTP/1.1\r\n", b"Host: x\r\n",
+                              b"X-Pad: " + b"p" * 300 + b"\r\n", b"\r\n",
+                              request_bytes("GET", "/f.txt", h.host)):
+                    s.sendall(piece)
+                for _ in range(2):
+                    r = rd.read_response()
+                    self.assertEqual((r.status, r.body), (200, b"tls\n"))
+
+    def test_plain_http_on_the_tls_port_is_told_so(self):
+        """mod_ssl answers plain HTTP on its port with 400 and a hint; the
+        read-ahead drives the handshake, so it must leave that answer be."""
+        h = self._tls_server(2)
+        with connect(h.host, h.port, timeout=5) as s:
+            s.sendall(request_bytes("GET", "/f.txt", h.host, headers=[("Connection", "close")]))
+            r = ResponseReader(s).read_response()
+        self.assertEqual(r.status, 400)
+        self.assertIn(b"speaking plain HTTP to an SSL-enabled server port", r.body)
