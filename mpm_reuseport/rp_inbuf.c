@@ -24,6 +24,7 @@ struct rp_inbuf {
     int handshaken;             /* our handshake call returned */
     int core_only;              /* only core (and counting) below us */
     int core_gave_up;           /* core handed its socket away */
+    int core_started;           /* core has read this connection once */
     int core_holds;             /* core may hold bytes it read itself */
     int counted;                /* mod_logio counts this connection */
     int drained;                /* the socket had no more at our last
@@ -96,6 +97,7 @@ static void note_core_read(rp_inbuf *in, ap_input_mode_t mode, apr_off_t asked,
 {
     apr_off_t len = 0;
 
+    in->core_started = 1;
     if (mode == AP_MODE_EXHAUSTIVE) {
         in->core_only = 0;      /* core gave up its socket: leave it be */
         in->core_gave_up = 1;
@@ -157,15 +159,29 @@ static apr_status_t keep_data_only(rp_inbuf *in, apr_bucket_brigade *bb,
     return APR_SUCCESS;
 }
 
-/* One read through the filters below (TLS decrypts). */
-static rp_in_read read_filtered(rp_inbuf *in, apr_bucket_brigade *bb,
-                                apr_size_t *got)
+static int ends_line(apr_bucket_brigade *bb)
 {
+    apr_bucket *b = APR_BRIGADE_LAST(bb);
+    const char *s;
+    apr_size_t len;
+
+    return b != APR_BRIGADE_SENTINEL(bb)
+           && apr_bucket_read(b, &s, &len, APR_NONBLOCK_READ) == APR_SUCCESS
+           && len && s[len - 1] == '\n';
+}
+
+/* One read through the filters below: a line (core, the head of a
+ * request: core reads the socket once and hands lines from what it got,
+ * without trying for more), or up to a buffer (TLS decrypts; a body). */
+static rp_in_read read_filtered(rp_inbuf *in, apr_bucket_brigade *bb,
+                                int line, apr_size_t *got)
+{
+    ap_input_mode_t mode = line ? AP_MODE_GETLINE : AP_MODE_READBYTES;
     apr_status_t rv;
     apr_off_t len = 0;
     int eof = 0;
 
-    rv = read_past_reqtimeout(in, bb, AP_MODE_READBYTES, APR_BUCKET_BUFF_SIZE);
+    rv = read_past_reqtimeout(in, bb, mode, APR_BUCKET_BUFF_SIZE);
     if (rv == APR_SUCCESS) {
         rv = keep_data_only(in, bb, &eof);
     }
@@ -176,8 +192,13 @@ static rp_in_read read_filtered(rp_inbuf *in, apr_bucket_brigade *bb,
     }
     apr_brigade_length(bb, 1, &len);
     *got = (apr_size_t)len;
-    if (in->core_only && *got < APR_BUCKET_BUFF_SIZE) {
-        in->core_holds = 0;     /* core handed up all it had */
+    if (in->core_only) {
+        /* Core handed up all it had when it gave fewer bytes than asked,
+         * or a line without its end (short of core's line limit); after a
+         * whole line it may hold more. */
+        in->core_started = 1;
+        in->core_holds = line ? *got >= HUGE_STRING_LEN || ends_line(bb)
+                              : *got >= APR_BUCKET_BUFF_SIZE;
     }
     return *got ? RP_IN_DATA : eof ? RP_IN_EOF : RP_IN_NONE_MAYBE;
 }
@@ -196,25 +217,28 @@ static void feed_brigade(apr_bucket_brigade *bb, rp_in_feed *feed, void *baton)
     }
 }
 
-rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_feed *feed, void *baton,
-                         apr_size_t *got, int *drained)
+rp_in_read rp_inbuf_read(rp_inbuf *in, int head, rp_in_feed *feed,
+                         void *baton, apr_size_t *got, int *drained)
 {
-    int direct = in->core_only && !in->core_holds;
+    /* Directly only once core has been called: httpd, refusing a request,
+     * cleans up core's buffer, which exists from core's first call on. */
+    int direct = in->core_only && in->core_started && !in->core_holds;
     rp_in_read r;
 
     *got = 0;
     in->drained = 0;
-    r = direct ? recv_direct(in, in->tmp, got) : read_filtered(in, in->tmp, got);
+    r = direct ? recv_direct(in, in->tmp, got)
+               : read_filtered(in, in->tmp, head && in->core_only, got);
     if (r != RP_IN_DATA) {
         in->drained = r == RP_IN_NONE;
         *drained = in->drained;
         return r;
     }
-    /* A recv() that did not fill its buffer emptied the socket; so did
-     * core when it gave fewer than asked (it tried once more), though that
-     * try may have met the end of the stream, which its next read tells. */
+    /* A recv() that did not fill its buffer emptied the socket; core that
+     * handed up all it had tried once more, which may have met the end of
+     * the stream (its next read tells). */
     *drained = direct && *got < APR_BUCKET_BUFF_SIZE;
-    in->drained = in->core_only && *got < APR_BUCKET_BUFF_SIZE;
+    in->drained = in->core_only && !in->core_holds;
     feed_brigade(in->tmp, feed, baton);
     APR_BRIGADE_CONCAT(in->held, in->tmp);
     return RP_IN_DATA;
@@ -434,7 +458,7 @@ static apr_status_t inbuf_input(ap_filter_t *f, apr_bucket_brigade *bb,
         return serve_held(f, in, bb, mode, block, n);
     }
     if (mode == AP_MODE_SPECULATIVE && block == APR_NONBLOCK_READ
-        && !in->timed_out && in->core_only && !in->core_holds) {
+        && !in->timed_out && in->core_only && in->core_started && !in->core_holds) {
         return peek_next(f, in, bb, n);
     }
     return read_on(f, in, bb, mode, block, n);

@@ -7,7 +7,10 @@
  * protocol), the socket is read directly while core holds nothing it read
  * itself: the same bytes in the same order, one recv() per arrival (core's
  * own read would ask the socket once more).  Bytes read so are counted for
- * mod_logio as its filter would.
+ * mod_logio as its filter would.  Until core has been called once (it
+ * sets up its buffer then, which httpd expects when it refuses a request)
+ * and while it holds bytes, a head is read through core a line at a time:
+ * core reads the socket once and hands lines from that.
  * Only rp_readahead.c calls these. */
 #ifndef RP_INBUF_H
 #define RP_INBUF_H
@@ -47,10 +50,11 @@ apr_status_t rp_inbuf_handshake(rp_inbuf *in);
 void rp_inbuf_look_below(rp_inbuf *in);
 int rp_inbuf_core_only(const rp_inbuf *in);
 
-/* One read without waiting; new bytes are held and fed.  *drained: the
+/* One read without waiting (head: of a request head, which core may
+ * hand up a line at a time); new bytes are held and fed.  *drained: the
  * socket is known to have had no more right after. */
-rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_feed *feed, void *baton,
-                         apr_size_t *got, int *drained);
+rp_in_read rp_inbuf_read(rp_inbuf *in, int head, rp_in_feed *feed,
+                         void *baton, apr_size_t *got, int *drained);
 
 /* Feed what is held already (bytes of the next request read with the
  * previous one). */

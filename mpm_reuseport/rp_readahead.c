@@ -194,7 +194,8 @@ static rp_ra_result read_request(rp_ra *ra, int keepalive)
         if (rp_reqscan_in_body(&ra->scan) && ra->stage != STAGE_BODY) {
             start_stage(ra, STAGE_BODY, apr_time_now());
         }
-        switch (rp_inbuf_read(ra->in, feed, ra, &got, &drained)) {
+        switch (rp_inbuf_read(ra->in, !rp_reqscan_in_body(&ra->scan), feed, ra,
+                              &got, &drained)) {
         case RP_IN_DATA:
             rp_rt_progress(&ra->clock, got, apr_time_now());
             ra->nothing = 0;

@@ -162,6 +162,28 @@ class SlowHeads(HttpdTestCase):
         self.assertEqual(o, {"answered 200": 20})
 
 
+class RefusedRequests(HttpdTestCase):
+    def test_requests_httpd_refuses_are_answered_400(self):
+        """Requests httpd refuses after reading them (it then cleans up its
+        input filters), first on a connection and after a kept-alive one:
+        400 each, and no child crashes (checked after every test)."""
+        h = self.httpd(small_server(2), files={"f.txt": "f\n"})
+        bad = [b"GET @localhost/ HTTP/1.1\r\nHost: x\r\n\r\n",
+               b"GET /\x01 HTTP/1.1\r\nHost: x\r\n\r\n",
+               b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
+               b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"]
+        for req in bad:
+            for first in (True, False):
+                with connect(h.host, h.port, timeout=5) as s:
+                    rd = ResponseReader(s)
+                    if not first:
+                        s.sendall(request_bytes("GET", "/f.txt", h.host))
+                        self.assertEqual(rd.read_response().status, 200)
+                    s.sendall(req)
+                    r = rd.read_response()
+                self.assertEqual(r.status, 400, (req, first))
+
+
 class SlowBodies(HttpdTestCase):
     def test_slow_small_bodies_to_a_cgi_hold_no_thread(self):
         """A CGI reads its request body: bodies trickling in (10 KB, 1 KB
