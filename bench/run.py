@@ -498,27 +498,29 @@ def idle_cpu(srv, window):
     return (c1 - c0) / 1e6 / window
 
 
-# ---------------------------------------------------------------- syscalls
-def part_restart(args, variants_, docroot, outdir, info):
-    import restartbench
+# ---------------------------------------------------------------- restart, slow
+def run_part_module(mod, tsv_name, args, variants_, docroot, outdir):
+    """A part kept in a module of its own (COLS, pick, run): its variants
+    and its TSV."""
     explicit = args.variants.split(",") if args.variants else []
-    tsv = Tsv(os.path.join(outdir, "restart.tsv"), restartbench.COLS)
+    tsv = Tsv(os.path.join(outdir, tsv_name), mod.COLS)
     try:
-        restartbench.run(args, restartbench.pick(variants_, explicit), docroot, tsv, log)
+        mod.run(args, mod.pick(variants_, explicit), docroot, tsv, log)
     finally:
         tsv.close()
+
+
+def part_restart(args, variants_, docroot, outdir, info):
+    import restartbench
+    run_part_module(restartbench, "restart.tsv", args, variants_, docroot, outdir)
 
 
 def part_slow(args, variants_, docroot, outdir, info):
     import slowbench
-    explicit = args.variants.split(",") if args.variants else []
-    tsv = Tsv(os.path.join(outdir, "slow.tsv"), slowbench.COLS)
-    try:
-        slowbench.run(args, slowbench.pick(variants_, explicit), docroot, tsv, log)
-    finally:
-        tsv.close()
+    run_part_module(slowbench, "slow.tsv", args, variants_, docroot, outdir)
 
 
+# ---------------------------------------------------------------- syscalls
 def part_syscalls(args, variants_, docroot, outdir, info):
     import loadgen
     import servers
