@@ -103,6 +103,11 @@ void fhc_tally_join(fhc_child *ch, apr_pool_t *pchild);
  * caller holds the child lock. */
 void fhc_tally_update(fhc_child *ch, apr_time_t now, int force);
 
+/* fhc_stopguard.c: a workaround for a stop race in mpm_event/worker */
+void fhc_stopguard_child_init(apr_pool_t *pchild, server_rec *s);
+int fhc_stopguard_pre_connection(conn_rec *c, void *csd);
+void fhc_stopguard_child_stopping(apr_pool_t *pchild, int graceful);
+
 /* fhc_config.c */
 extern const command_rec fhc_cmds[];
 void *fhc_create_server_conf(apr_pool_t *p, server_rec *s);

@@ -5,12 +5,20 @@
 
 #include "http_request.h"
 #include "mod_status.h"
+#include "mpm_common.h"
+#include "http_connection.h"
 
 static void fhc_register_hooks(apr_pool_t *p)
 {
     ap_hook_pre_config(fhc_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(fhc_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(fhc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_init(fhc_stopguard_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* First: the guard's pool cleanup then runs after most others. */
+    ap_hook_pre_connection(fhc_stopguard_pre_connection, NULL, NULL,
+                           APR_HOOK_REALLY_FIRST);
+    ap_hook_child_stopping(fhc_stopguard_child_stopping, NULL, NULL,
+                           APR_HOOK_REALLY_FIRST);
     /* Before core's stat (REALLY_LAST), so a hit replaces it. */
     ap_hook_dirwalk_stat(fhc_dirwalk_stat, NULL, NULL, APR_HOOK_MIDDLE);
     /* Right before core's default handler (REALLY_LAST): we only take what

@@ -1,9 +1,10 @@
 """mod_fhcache: hits skip open/stat, invalidation on every change kind,
 responses identical with the cache on and off, permissions still decide.
 
-The cache is per child, so these tests run one child (stock event MPM
-unless MPMNG_TEST_MPM names another) and read its counters from
-server-status?auto."""
+Every case runs under each MPM of fhcache_mpms.MPMS (mpm_reuseport, event,
+worker, prefork; MPMNG_FHCACHE_MPMS narrows it): one class per MPM below.
+The cache is per child, so most cases run one child and read its counters
+from server-status?auto; those about several caches at once run two."""
 import os
 import shutil
 import signal
@@ -15,47 +16,26 @@ import unittest
 import privhttpd
 
 from common import HttpdTestCase, all_threads_stopped, http_get, connect, request_bytes, \
-    ResponseReader, OUT, Wrk
+    ResponseReader, Wrk
+from fhcache_mpms import FHCACHE_SO as SO, MPMS, one_child, two_children
 
-SO = os.path.join(OUT, "mod_fhcache.so")
-# Our MPM by default.  Stock mpm_event crashes now and then in its own main
-# thread (apr_os_sock_get, child shutdown) when these tests stop a server
-# right after use; MPMNG_FHCACHE_MPM=event|worker|prefork runs them there.
-MPM = os.environ.get("MPMNG_FHCACHE_MPM", "reuseport")
-ONE_CHILD = {
-    "event": "StartServers 1\nServerLimit 1\nThreadsPerChild 8\n"
-             "MaxRequestWorkers 8\nMinSpareThreads 1\nMaxSpareThreads 8\n",
-    "worker": "StartServers 1\nServerLimit 1\nThreadsPerChild 8\n"
-              "MaxRequestWorkers 8\nMinSpareThreads 1\nMaxSpareThreads 8\n",
-    "prefork": "StartServers 1\nMinSpareServers 1\nMaxSpareServers 1\n"
-               "ServerLimit 1\nMaxRequestWorkers 1\n",
-    "reuseport": "ReusePortBuckets 1\nStartServers 1\nServerLimit 1\n"
-                 "ThreadsPerChild 8\nMaxRequestWorkers 8\n",
-}[MPM]
-TWO_CHILDREN = {
-    "event": "StartServers 2\nServerLimit 2\nThreadsPerChild 4\n"
-             "MaxRequestWorkers 8\nMinSpareThreads 8\nMaxSpareThreads 8\n",
-    "worker": "StartServers 2\nServerLimit 2\nThreadsPerChild 4\n"
-              "MaxRequestWorkers 8\nMinSpareThreads 8\nMaxSpareThreads 8\n",
-    "prefork": "StartServers 2\nMinSpareServers 2\nMaxSpareServers 2\n"
-               "ServerLimit 2\nMaxRequestWorkers 2\n",
-    "reuseport": "ReusePortBuckets 2\nStartServers 2\nServerLimit 2\n"
-                 "ThreadsPerChild 4\nMaxRequestWorkers 8\n",
-}[MPM]
 # Time for a change to be reported and applied (inotify is ~immediate).
 NOTIFY_WAIT = 0.2
 
 
-def fh_directives(extra="", enable="FHCache On\n"):
-    return ("LoadModule fhcache_module %s\n" % SO) + ONE_CHILD + enable + extra
+class FHCacheCases:
+    """The cases; a subclass per MPM below sets MPM."""
+    MPM = None
 
+    def directives(self, extra="", enable="FHCache On\n", children=1):
+        sizing = one_child(self.MPM) if children == 1 else two_children(self.MPM)
+        return ("LoadModule fhcache_module %s\n" % SO) + sizing + enable + extra
 
-@unittest.skipUnless(os.path.exists(SO), "out/mod_fhcache.so not built")
-class FHCacheTest(HttpdTestCase):
-
-    def start(self, extra="", enable="FHCache On\n", files=None, **kw):
-        h = self.httpd(fh_directives(extra, enable), mpm=MPM, files=files, **kw)
-        self.wait_until(lambda: len(h.children()) == 1, 10, "one child")
+    def start(self, extra="", enable="FHCache On\n", files=None, children=1, **kw):
+        h = self.httpd(self.directives(extra, enable, children), mpm=self.MPM,
+                       files=files, **kw)
+        self.wait_until(lambda: len(h.children()) == children, 10,
+                        "%d child(ren)" % children)
         return h
 
     def get(self, h, path, headers=(), method="GET"):
@@ -164,26 +144,64 @@ class FHCacheTest(HttpdTestCase):
     # ---- syscalls -----------------------------------------------------------
     @unittest.skipUnless(shutil.which("strace"), "strace not installed")
     def test_hit_skips_open_and_stat(self):
-        h = self.start(files={"s.html": "x" * 500})
-        self.get(h, "/s.html")
+        """Hits make no open, stat or close of their file: a small file kept
+        in memory and a 64 KiB one served from the cached descriptor (by
+        mmap, and by sendfile).  A control file outside the cache, asked for
+        on the same connection before and after the hits, must show its open
+        in the trace: strace was attached and recording all along."""
+        files = {"s.html": b"x" * 500, "big.bin": bytes(range(256)) * 256,
+                 "nocache/c.txt": b"control\n"}
+        for sendfile in ("Off", "On"):
+            with self.subTest(EnableSendfile=sendfile):
+                h = self.start(files=files, extra="EnableSendfile %s\n<Location /nocache>\n"
+                               "FHCache Off\n</Location>\n" % sendfile)
+                self._hits_skip_open_and_stat(h, files)
+                h.stop()
+
+    def _hits_skip_open_and_stat(self, h, files):
+        cached = [p for p in files if not p.startswith("nocache/")]
+        for name in cached:
+            self.get(h, "/" + name)
         child = h.children()[0]
         log = os.path.join(h.dir, "strace.txt")
-        tr = subprocess.Popen(["strace", "-f", "-qq", "-e",
-                               "trace=openat,open,stat,newfstatat,statx,lstat,close",
+        # -f: every thread of the child (it is attached by its pid).
+        tr = subprocess.Popen(["strace", "-f", "-qq", "-y", "-e",
+                               "trace=openat,open,stat,newfstatat,statx,lstat,fstat,close",
                                "-o", log, "-p", str(child)])
-        time.sleep(1.0)
+        self.addCleanup(tr.kill)
+        # Read before and after the connection: one prefork child serves
+        # nothing else while it is open.
+        before = self.hits(h)
         s = connect(h.host, h.port)
         reader = ResponseReader(s)
+
+        def fetch(name):
+            s.sendall(request_bytes("GET", "/" + name))
+            self.assertEqual(reader.read_response().body, files[name])
+
+        def control_opens():
+            with open(log) as f:
+                return sum(1 for l in f if "openat(" in l and "nocache/c.txt" in l)
+
+        def control_seen(n):
+            fetch("nocache/c.txt")
+            return control_opens() >= n
+
+        self.wait_until(lambda: os.path.exists(log) and control_seen(1), 10,
+                        "strace to record the control request's open")
         for _ in range(20):
-            s.sendall(request_bytes("GET", "/s.html"))
-            self.assertEqual(reader.read_response().body, b"x" * 500)
+            for name in cached:
+                fetch(name)
+        seen = control_opens()
+        self.wait_until(lambda: control_seen(seen + 1), 10,
+                        "strace to record a control request after the hits")
         s.close()
-        time.sleep(0.3)
         tr.terminate()
         tr.wait(10)
         with open(log) as f:
-            calls = [l for l in f if "s.html" in l]
+            calls = [l for l in f if any(name in l for name in cached)]
         self.assertEqual(calls, [], "file syscalls on hits:\n" + "".join(calls))
+        self.assertGreaterEqual(self.hits(h) - before, 20 * len(cached))
 
     # ---- invalidation -------------------------------------------------------
     def _warm(self, h, path, expect):
@@ -278,7 +296,8 @@ class FHCacheTest(HttpdTestCase):
         returned plus the notification delay."""
         import threading
         size = 64 * 1024      # descriptor-served
-        h = self.start(files={"app.js": b"A" * size})
+        # Two children: two caches, each must drop the old version.
+        h = self.start(files={"app.js": b"A" * size}, children=2)
         p = os.path.join(h.docroot, "app.js")
         self._warm(h, "/app.js", b"A" * size)
         stop = time.monotonic() + 4
@@ -355,10 +374,8 @@ class FHCacheTest(HttpdTestCase):
     def test_status_totals_over_children(self):
         """server-status sums every child's counters, and keeps those of
         children that exited (MaxConnectionsPerChild)."""
-        h = self.httpd(("LoadModule fhcache_module %s\n" % SO) + TWO_CHILDREN
-                       + "FHCache On\nMaxConnectionsPerChild 40\n",
-                       mpm=MPM, files={"t.txt": "t\n"})
-        self.wait_until(lambda: len(h.children()) == 2, 10, "two children")
+        h = self.start(extra="MaxConnectionsPerChild 40\n", children=2,
+                       files={"t.txt": "t\n"})
         n = 150
         for _ in range(n):
             self.assertEqual(self.get(h, "/t.txt").body, b"t\n")
@@ -462,7 +479,7 @@ class FHCacheTest(HttpdTestCase):
                   "/page.shtml": page.replace(
                       '<!--#include virtual="/part.txt" -->', part).encode()}
         tls_port = privhttpd.free_port()
-        h = self.httpd(fh_directives(
+        h = self.httpd(self.directives(
             "EnableMMAP Off\nEnableSendfile Off\n"
             "AddOutputFilterByType DEFLATE text/plain\n"
             "AddType text/html .shtml\nAddOutputFilter INCLUDES .shtml\n"
@@ -470,8 +487,8 @@ class FHCacheTest(HttpdTestCase):
             "Listen 127.0.0.1:%(port)d https\n"
             "<VirtualHost 127.0.0.1:%(port)d>\nSSLEngine on\n"
             "SSLCertificateFile %(dir)s/tls.crt\n"
-            "SSLCertificateKeyFile %(dir)s/tls.key\n</VirtualHost>\n"),
-            mpm=MPM, modules=("filter", "deflate", "include", "ssl", "socache_shmcb"),
+            "SSLCertificateKeyFile %(dir)s/tls.key\n</VirtualHost>\n", children=2),
+            mpm=self.MPM, modules=("filter", "deflate", "include", "ssl", "socache_shmcb"),
             files={"big.txt": big, "part.txt": part, "page.shtml": page},
             start=False)
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
@@ -482,7 +499,7 @@ class FHCacheTest(HttpdTestCase):
         h.directives = h.directives % {"root": h.docroot, "port": tls_port,
                                        "dir": h.dir}
         h.start()
-        self.wait_until(lambda: len(h.children()) == 1, 10, "one child")
+        self.wait_until(lambda: len(h.children()) == 2, 10, "two children")
         tls = ssl.create_default_context()
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE
@@ -538,7 +555,8 @@ class FHCacheTest(HttpdTestCase):
             t.join(120)
         self.assertEqual(bad, [])
         self.assertEqual(len(done), 24 * 12)
-        self.assertGreater(self.hits(h), 200)
+        self.wait_until(lambda: int(self.stats(h)["TotalHits"]) > 200, 10,
+                        "more than 200 hits over both children")
 
     def test_poll_mode_revalidates(self):
         h = self.start(extra="FHCacheNotify poll\nFHCacheRevalidate 1\n",
@@ -555,14 +573,22 @@ class FHCacheTest(HttpdTestCase):
         for bad in ("FHCacheMaxEntries 0", "FHCacheMaxEntries lots",
                     "FHCacheMemoryFileMax 1T", "FHCacheNotify maybe",
                     "<VirtualHost 127.0.0.1:1>\nFHCacheMaxEntries 5\n</VirtualHost>"):
-            h = self.httpd(fh_directives(bad + "\n"), mpm=MPM, start=False)
+            h = self.httpd(self.directives(bad + "\n"), mpm=self.MPM, start=False)
             res = h.configtest()
             self.assertNotEqual(res.returncode, 0, bad)
             self.assertIn("FHCache", res.stderr + res.stdout, bad)
-        h = self.httpd(fh_directives("FHCacheMaxEntries 10\nFHCacheMemoryFileMax 4K\n"
-                                     "FHCacheMaxDescriptors auto\n"), mpm=MPM,
+        h = self.httpd(self.directives("FHCacheMaxEntries 10\nFHCacheMemoryFileMax 4K\n"
+                                       "FHCacheMaxDescriptors auto\n"), mpm=self.MPM,
                        start=False)
         self.assertEqual(h.configtest().returncode, 0)
+
+
+# One test class per MPM, e.g. FHCache_event.test_symlink_retarget.
+for _mpm in MPMS:
+    globals()["FHCache_" + _mpm] = unittest.skipUnless(
+        os.path.exists(SO), "out/mod_fhcache.so not built")(
+        type("FHCache_" + _mpm, (FHCacheCases, HttpdTestCase), {"MPM": _mpm}))
+del _mpm
 
 
 if __name__ == "__main__":
