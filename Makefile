@@ -91,7 +91,7 @@ integration: all
 	python3 test/run_integration.py
 
 regress: all
-	test/regress/run.sh event reuseport
+	test/regress/run.sh event reuseport --with-fhcache
 
 # Everything, in order; prints one summary and fails if anything failed.
 check: deps

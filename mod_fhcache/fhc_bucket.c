@@ -1,7 +1,7 @@
-/* A bucket over a cached in-memory body.  It pins the cache entry for as
- * long as any copy of the bucket exists, so the body stays valid however
- * long the response sits in output buffers, even after the entry was
- * invalidated; no copy of the bytes is made. */
+/* A bucket over a cached in-memory body.  It holds a pin of the cache
+ * entry for as long as any copy of the bucket exists, so the body stays
+ * valid however long the response sits in output buffers, even after the
+ * entry was invalidated; no copy of the bytes is made. */
 #include "fhc_module.h"
 
 #include "apr_buckets.h"
@@ -54,9 +54,6 @@ apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
     m->ch = ch;
     m->e = e;
     m->base = base;
-    fhc_lock(ch);
-    fhc_entry_pin(ch->cache, e);
-    fhc_unlock(ch);
     b = apr_bucket_shared_make(b, m, 0, len);
     b->type = &fhc_bucket_type;
     return b;

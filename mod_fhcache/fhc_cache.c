@@ -174,12 +174,6 @@ static void drop(fhc_cache *c, fhc_entry *e)
     maybe_free(c, e);
 }
 
-void fhc_entry_pin(fhc_cache *c, fhc_entry *e)
-{
-    (void)c;
-    e->pins++;
-}
-
 void fhc_entry_unpin(fhc_cache *c, fhc_entry *e)
 {
     if (--e->pins == 0 && !e->live) {

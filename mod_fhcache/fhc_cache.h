@@ -63,7 +63,6 @@ void *fhc_entry_payload(const fhc_entry *e);
 const char *fhc_entry_key(const fhc_entry *e);
 /* Still in the cache (not invalidated/evicted since it was pinned)? */
 int fhc_entry_live(const fhc_entry *e);
-void fhc_entry_pin(fhc_cache *c, fhc_entry *e);
 void fhc_entry_unpin(fhc_cache *c, fhc_entry *e);
 
 /* Counts one use of key that missed; true once key has been asked for

@@ -150,5 +150,11 @@ void fhc_child_init(apr_pool_t *pchild, server_rec *s)
     }
     start_notification(ch, pchild);
     fhc_tally_join(ch, pchild);
+    /* Published at once, so server-status counts a child that polls
+     * before it has served anything (prefork children beyond the inotify
+     * instance limit). */
+    fhc_lock(ch);
+    fhc_tally_update(ch, apr_time_now(), 1);
+    fhc_unlock(ch);
     fhc_the_child = ch;
 }

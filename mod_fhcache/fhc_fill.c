@@ -68,6 +68,7 @@ static apr_status_t load(fhc_child *ch, request_rec *r, fhc_payload *pl)
         return APR_EGENERAL;
     }
     pl->finfo.fname = pl->path;
+    fhc_meta_make(&pl->meta, r, &pl->finfo);
     pl->poll = ch->fallback_all || !pl->watched
                || fhc_os_remote_fs(pl->fh, pl->path);
     pl->recheck = pl->poll || fhc_os_revalidate_notified;

@@ -5,6 +5,7 @@
 
 #include "httpd.h"
 #include "http_config.h"
+#include "http_core.h"
 #include "apr_thread_mutex.h"
 #include "apr_thread_proc.h"
 
@@ -35,9 +36,19 @@ typedef struct fhc_dir_conf {
     int enabled;            /* FHC_UNSET, 0, 1 */
 } fhc_dir_conf;
 
+/* Response headers made once per file version (fhc_meta.c). */
+typedef struct fhc_meta {
+    char last_modified[APR_RFC822_DATE_LEN];
+    char content_length[24];
+    char etag[64];                  /* strong form; valid if etag_ok */
+    etag_components_t etag_bits;    /* the FileETag setting it was made for */
+    int etag_ok;
+} fhc_meta;
+
 /* What one cache entry holds (the core's opaque payload). */
 typedef struct fhc_payload {
     apr_finfo_t finfo;      /* from the open handle; fname = path */
+    fhc_meta meta;
     apr_os_file_t fh;       /* FHC_NO_FILE for in-memory entries */
     char *body;             /* in-memory copy, or NULL */
     int watched;            /* holds fhc_watchset uses for path */
@@ -89,7 +100,18 @@ int fhc_handler(request_rec *r);
 fhc_entry *fhc_fill(fhc_child *ch, request_rec *r);
 void fhc_payload_release(void *payload, void *ctx);
 
+/* fhc_meta.c */
+/* FileETag components in effect for a scope. */
+etag_components_t fhc_etag_bits(const core_dir_config *d);
+/* At fill: the headers for fi as httpd would make them for r. */
+void fhc_meta_make(fhc_meta *m, request_rec *r, apr_finfo_t *fi);
+/* Per response: Last-Modified, ETag, Accept-Ranges, Content-Length for
+ * r->finfo, from m where httpd's answer would be the same. */
+void fhc_meta_headers(request_rec *r, const fhc_meta *m);
+
 /* fhc_bucket.c */
+/* Takes over one pin of e that the caller holds; released with the last
+ * copy of the bucket. */
 apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
                               apr_size_t len, apr_bucket_alloc_t *list);
 

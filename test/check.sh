@@ -70,7 +70,7 @@ count_plain "$LOG/integration.log" || add 0 1
 if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
     echo "=== regress: skipped (MPMNG_SKIP_REGRESS=1)"
 else
-    stage regress test/regress/run.sh event reuseport
+    stage regress test/regress/run.sh event reuseport --with-fhcache
     count_plain "$LOG/regress.log" || add 0 1
 fi
 

@@ -141,6 +141,61 @@ class FHCacheCases:
             h.stop()
         self.assertEqual(got["FHCache On\n"], got["FHCache Off\n"])
 
+    def _validators(self, servers, paths):
+        """{server: [(path, ETag, Last-Modified, Content-Length)]}"""
+        out = {}
+        for name, h in servers.items():
+            out[name] = []
+            for path in paths:
+                r = self.get(h, path)
+                self.assertEqual(r.status, 200, path)
+                out[name].append((path, r.header("etag"), r.header("last-modified"),
+                                  r.header("content-length")))
+        return out
+
+    def test_stored_headers_only_where_httpd_agrees(self):
+        """The cache makes Last-Modified, ETag and Content-Length once per
+        file version; a response must still carry httpd's own values where
+        they differ: a file changed within the last second (weak ETag),
+        another FileETag setting for the same file (here by an Alias), a
+        modification time in the future (Last-Modified is the request
+        time).  Compared with a server without the cache on the same files,
+        side by side."""
+        first = self.start(files={"f.txt": "f" * 50, "g.bin": b"g" * 20000})
+        docroot = first.docroot
+        alias = ("Alias /alt %s\n<Location /alt>\nFileETag INode MTime Size\n"
+                 "</Location>\n" % docroot)
+        first.stop()
+        servers = {enable: self.start(enable=enable, extra=alias, docroot=docroot)
+                   for enable in ("FHCache On\n", "FHCache Off\n")}
+        paths = ["/f.txt", "/alt/f.txt", "/g.bin", "/alt/g.bin"]
+
+        def compare(order):
+            got = self._validators(servers, order)
+            self.assertEqual(got["FHCache On\n"], got["FHCache Off\n"])
+            return got["FHCache On\n"]
+
+        # Changed just now: weak ETags while the first second lasts.
+        for name in ("f.txt", "g.bin"):
+            os.utime(os.path.join(docroot, name))
+        fresh = compare(paths)
+        self.assertTrue(all(v[1].startswith("W/") for v in fresh), fresh)
+        # Strong a second later, each scope with its own FileETag setting.
+        cached = servers["FHCache On\n"]
+        self.wait_until(lambda: not self.get(cached, "/f.txt").header("etag").startswith("W/"),
+                        5, "a strong ETag")
+        strong = compare(paths) + compare(paths[::-1])
+        self.assertEqual(len({v[1] for v in strong if v[0].endswith("f.txt")}), 2, strong)
+        # In the future: Last-Modified is capped at the request's time.
+        ahead = time.time() + 3600
+        os.utime(os.path.join(docroot, "f.txt"), (ahead, ahead))
+        self.wait_until(lambda: self.get(cached, "/f.txt").header("etag") != strong[0][1],
+                        5, "the new mtime to be seen")
+        for h in servers.values():
+            r = self.get(h, "/f.txt")
+            self.assertEqual(r.header("last-modified"), r.header("date"))
+        self.assertGreater(self.hits(cached), 10)
+
     # ---- syscalls -----------------------------------------------------------
     @unittest.skipUnless(shutil.which("strace"), "strace not installed")
     def test_hit_skips_open_and_stat(self):
@@ -370,6 +425,20 @@ class FHCacheCases:
         st = self.stats(h)
         self.assertGreaterEqual(int(st["Overflows"]), 1)
         self.assertEqual(h.log().count("notifications were lost"), 1)
+
+    def test_status_counts_polling_children_from_start(self):
+        """A child that revalidates by stat (here: FHCacheNotify poll; in
+        practice prefork children beyond fs.inotify.max_user_instances)
+        is counted in FHCacheChildrenPolling before it served anything."""
+        h = self.start(extra="FHCacheNotify poll\n", children=2)
+
+        def both_counted():
+            # A process may exist before its child_init ran.
+            st = self.stats(h)
+            return st if st["Children"] == "2" else None
+
+        st = self.wait_until(both_counted, 10, "both children in the totals")
+        self.assertEqual(st["ChildrenPolling"], "2")
 
     def test_status_totals_over_children(self):
         """server-status sums every child's counters, and keeps those of

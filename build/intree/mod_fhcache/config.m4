@@ -6,7 +6,7 @@ dnl test/build/check_build_files.py keeps it in step.
 APACHE_MODPATH_INIT(fhcache)
 
 APACHE_MODULE(fhcache, [static files served from cached open descriptors (mpm-ng)],
-              [fhc_bucket.lo fhc_cache.lo fhc_child.lo fhc_config.lo fhc_fill.lo fhc_os_unix.lo fhc_os_win32.lo fhc_serve.lo fhc_status.lo fhc_stopguard.lo fhc_tally.lo fhc_watch_inotify.lo fhc_watch_rdcw.lo fhc_watchset.lo mod_fhcache.lo], , no, [
+              [fhc_bucket.lo fhc_cache.lo fhc_child.lo fhc_config.lo fhc_fill.lo fhc_meta.lo fhc_os_unix.lo fhc_os_win32.lo fhc_serve.lo fhc_status.lo fhc_stopguard.lo fhc_tally.lo fhc_watch_inotify.lo fhc_watch_rdcw.lo fhc_watchset.lo mod_fhcache.lo], , no, [
     case $host in
         *-linux-*)
             ;;
