@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mpm-ng benchmark suite (`make bench`, or `python3 bench/run.py`).
 
-Parts (--part, comma separated; default all four, --quick: throughput):
+Parts (--part, comma separated; default all six, --quick: throughput):
   throughput  every variant up at once on its own 127.0.0.1 port; for each
               round, for each workload, every variant in turn, the order
               rotated each round (A,B,C / B,C,A / C,A,B ...).  wrk per run.
@@ -15,6 +15,10 @@ Parts (--part, comma separated; default all four, --quick: throughput):
               without reloads, then with 10 graceful restarts (nginx:
               reloads) in 20 s: failed requests, resets, p99 latency
               (bench/lib/restartbench.py).
+  tls         as throughput, over TLS 1.3 (the same certificate everywhere,
+              session caches on): HTTPS keep-alive and a handshake per
+              request, HTTP/2 by h2load; reuseport with and without the
+              cache, event, nginx, h2o.  Its rows join throughput's.
   slow        one variant at a time: keep-alive load alone, then beside
               2,000 slow clients (request heads trickling in, TLS handshakes
               never finished, readers of 1 MiB taking a byte a second):
@@ -50,6 +54,9 @@ FULL_WORKLOADS = ["%s-%s-c%d" % (m, s, c) for s in ("500B", "16K", "1M")
                   for m in ("ka", "close") for c in (50, 500)]
 QUICK_WORKLOADS = ["ka-500B-c50", "close-500B-c50", "ka-16K-c500"]
 SYSCALL_WORKLOADS = ["ka-500B-c50", "close-500B-c50"]
+TLS_WORKLOADS = ["tls-ka-500B-c50", "tls-ka-16K-c50", "tls-ka-1M-c50", "tls-close-500B-c50",
+                 "h2s-500B-c50-m10", "h2s-16K-c50-m10", "h2s-500B-c500-m1"]
+TLS_VARIANTS = ["reuseport", "reuseport+fhcache", "event", "nginx", "h2o"]
 
 RAW_COLS = [
     "time", "round", "seq", "variant", "workload", "mode", "size", "conns", "tool",
@@ -128,10 +135,13 @@ def fmt(v):
 
 
 class Tsv:
-    def __init__(self, path, cols):
+    def __init__(self, path, cols, append=False):
+        """append: add rows to a table an earlier part began."""
         self.cols = cols
-        self.f = open(path, "w")
-        self.f.write("\t".join(cols) + "\n")
+        more = append and os.path.exists(path) and os.path.getsize(path) > 0
+        self.f = open(path, "a" if more else "w")
+        if not more:
+            self.f.write("\t".join(cols) + "\n")
         self.f.flush()
 
     def row(self, d):
@@ -311,19 +321,20 @@ def measure_run(srv, wl, duration, nice, max_other):
     return row
 
 
-def part_throughput(args, variants_, docroot, outdir, info):
+def part_throughput(args, variants_, docroot, outdir, info, workloads=None):
     import loadgen
     import servers
-    wls = [loadgen.parse_workload(w) for w in args.workloads]
-    tsv = Tsv(os.path.join(outdir, "raw.tsv"), RAW_COLS)
+    wls = [loadgen.parse_workload(w) for w in workloads or args.workloads]
+    tsv = Tsv(os.path.join(outdir, "raw.tsv"), RAW_COLS, append=True)
     running = []
     try:
-        want_h2 = any(wl.mode == "h2" for wl in wls)
+        want_h2 = any(wl.h2 for wl in wls)
+        want_tls = any(wl.tls for wl in wls)
         for v in variants_:
             h2 = want_h2 and v.meta.get("h2", "yes") != "no"
             if want_h2 and not h2:
                 log("note: %s does not do HTTP/2; its h2 workloads are skipped" % v.name)
-            srv = servers.make_server(v, "throughput", docroot, h2=h2)
+            srv = servers.make_server(v, "throughput", docroot, h2=h2, tls=want_tls)
             srv.h2 = h2
             try:
                 srv.start()
@@ -362,7 +373,7 @@ def part_throughput(args, variants_, docroot, outdir, info):
             log("round %d order: %s" % (r + 1, ", ".join(v.name for v, _ in order)))
             for wl in wls:
                 for v, srv in order:
-                    if wl.mode == "h2" and not srv.h2:
+                    if wl.h2 and not srv.h2:
                         continue
                     seq += 1
                     if args.warmup > 0 and (r == 0 or args.warmup_every):
@@ -499,6 +510,10 @@ def idle_cpu(srv, window):
 
 
 # ---------------------------------------------------------------- restart, slow
+def part_tls(args, variants_, docroot, outdir, info):
+    part_throughput(args, variants_, docroot, outdir, info, workloads=args.tls_workloads)
+
+
 def run_part_module(mod, tsv_name, args, variants_, docroot, outdir):
     """A part kept in a module of its own (COLS, pick, run): its variants
     and its TSV."""
@@ -538,19 +553,22 @@ def part_syscalls(args, variants_, docroot, outdir, info):
     try:
         for v in variants_:
             ctr = None
-            srv = servers.make_server(v, "syscalls", docroot)
+            h2 = any(wl.h2 for wl in wls) and v.meta.get("h2", "yes") != "no"
+            srv = servers.make_server(v, "syscalls", docroot, h2=h2,
+                                      tls=any(wl.tls for wl in wls))
             try:
                 srv.start()
                 srv.settle(timeout=120)
                 for wl in wls:   # warm up: every child has served something
-                    loadgen.finish(wl, loadgen.start(wl, srv.url(""), 1))
+                    loadgen.finish(wl, loadgen.start(wl, srv.url_for(wl), 1))
                 time.sleep(0.5)
                 ctr = syscalls.Counter(srv.root_pid)
                 time.sleep(args.sys_duration)
                 idle_s, idle_counts, idle_total = ctr.stop()
                 for wl in wls:
                     ctr = syscalls.Counter(srv.root_pid)
-                    res = loadgen.finish(wl, loadgen.start(wl, srv.url(""), args.sys_duration))
+                    res = loadgen.finish(wl, loadgen.start(wl, srv.url_for(wl),
+                                                           args.sys_duration))
                     secs, counts, total = ctr.stop()
                     ctr = None
                     reqs = res["requests"]
@@ -595,8 +613,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
-    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,slow "
-                    "(default: all five; --quick: throughput)")
+    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow "
+                    "(default: all six; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
                     "h2-16K-c50-m10 (default: all 12 HTTP/1.1 ones)")
@@ -616,6 +634,8 @@ def main():
     ap.add_argument("--sys-workloads",
                     help="comma list of workloads for the syscalls part "
                     "(default: %s)" % ",".join(SYSCALL_WORKLOADS))
+    ap.add_argument("--tls-workloads",
+                    help="comma list for the tls part (default: %s)" % ",".join(TLS_WORKLOADS))
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
     ap.add_argument("--slow-conns", type=int, help="slow clients in the slow part "
                     "(default 2000, quick 500)")
@@ -653,17 +673,18 @@ def main():
     args.sys_duration = max(1, args.sys_duration or (1 if q else 3))
     args.slow_conns = args.slow_conns or (500 if q else 2000)
     args.slow_scenarios = args.slow_scenarios.split(",")
+    args.tls_workloads = args.tls_workloads.split(",") if args.tls_workloads else TLS_WORKLOADS
     parts = (args.part or ("throughput" if q else
-                           "throughput,idle,syscalls,restart,slow")).split(",")
+                           "throughput,idle,syscalls,restart,tls,slow")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls", "restart", "slow"):
+        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow"):
             sys.exit("bench: unknown part %r" % p)
     import slowbench
     for s in args.slow_scenarios:
         if s not in slowbench.SCENARIOS:
             sys.exit("bench: unknown slow scenario %r" % s)
     import loadgen
-    for w in args.workloads:
+    for w in args.workloads + args.tls_workloads:
         loadgen.parse_workload(w)
 
     if args.list:
@@ -707,6 +728,7 @@ def main():
         "skipped": skipped, "workloads": args.workloads, "rounds": args.rounds,
         "duration": args.duration, "warmup": args.warmup, "warmup_every": args.warmup_every,
         "idle_conns": args.idle_conns, "sys_duration": args.sys_duration,
+        "tls_workloads": args.tls_workloads,
         "slow_conns": args.slow_conns, "slow_scenarios": args.slow_scenarios,
         "max_other": args.max_other, "nice": args.nice, "fd_limit": hard,
         "descriptions": {v.name: v.description for v in vs}})
@@ -724,11 +746,13 @@ def main():
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
                       ("syscalls", part_syscalls), ("restart", part_restart),
-                      ("slow", part_slow)):
+                      ("tls", part_tls), ("slow", part_slow)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)
                 pv = [v for v in vs if v.in_part(p) or v.name in explicit]
+                if p == "tls" and not explicit:
+                    pv = [v for v in vs if v.name in TLS_VARIANTS]
                 fn(args, pv, docroot, outdir, info)
                 times[p] = round(time.monotonic() - t)
     finally:

@@ -185,7 +185,11 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
                                const core_dir_config *d, apr_bucket_brigade *bb)
 {
     fhc_payload *pl = fhc_entry_payload(e);
-    int mmap = d->enable_mmap != ENABLE_MMAP_OFF;
+    /* mod_http2 moves a stream's file buckets to its main connection with
+     * mmap turned off, to be read there with seek + read: a stream
+     * (r->connection->master set) is served as without mmap, never
+     * through the shared descriptor's offset. */
+    int mmap = d->enable_mmap != ENABLE_MMAP_OFF && !r->connection->master;
     apr_file_t *f;
     apr_bucket *b;
 

@@ -3,6 +3,7 @@
 #define RP_MODULE_FILE
 #include "rp.h"
 #include "rp_inbuf.h"
+#include "rp_tlsbody.h"
 
 #include "http_protocol.h"
 #include "http_request.h"
@@ -96,6 +97,7 @@ static void rp_register_hooks(apr_pool_t *p)
                                  APR_HOOK_REALLY_LAST);
     rp_hold_register();
     rp_inbuf_register();
+    rp_tlsbody_register();
     ap_hook_post_config(rp_rtconf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rp_inbuf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,

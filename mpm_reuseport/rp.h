@@ -10,6 +10,7 @@
  *   rp_conn.c            a connection's state machine, run by workers
  *   rp_readahead.c       reading a request whole before a worker runs it
  *   rp_inbuf.c           the bytes read ahead: the filter that holds them
+ *   rp_tlsbody.c         files over TLS read in whole records, not mapped
  *   rp_reqscan.c         is a request whole? (pure)
  *   rp_rtimeout.c        how long to wait for it (pure)
  *   rp_rtconf.c          RequestReadTimeout per server, for rp_rtimeout

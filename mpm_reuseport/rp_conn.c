@@ -6,9 +6,11 @@
  * for a client between requests, nor for the rest of a request. */
 #include "rp_child.h"
 #include "rp_readahead.h"
+#include "rp_tlsbody.h"
 
 #include "apr_atomic.h"
 #include "http_connection.h"
+#include "http_ssl.h"
 #include "http_vhost.h"
 #include "util_filter.h"
 
@@ -89,6 +91,9 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
     }
     else {
         rc->ra = rp_ra_attach(c);
+        if (ap_ssl_conn_is_ssl(c)) {
+            rp_tlsbody_add(c);
+        }
     }
     return 1;
 }

@@ -391,6 +391,30 @@ static apr_status_t serve_held(ap_filter_t *f, rp_inbuf *in,
     }
 }
 
+/* A look at more bytes than were read ahead: mod_http2 looks for its
+ * 24-byte preface where the head scanner saw a whole request line and
+ * an empty line after 18.  What has arrived since is added to what is
+ * held (read without waiting), so the look sees it as it would without
+ * us. */
+static void top_up_held(ap_filter_t *f, rp_inbuf *in, apr_off_t n)
+{
+    apr_off_t len = 0;
+    apr_status_t rv;
+    int eof = 0;
+
+    if (apr_brigade_length(in->held, 1, &len) != APR_SUCCESS || len >= n) {
+        return;
+    }
+    rv = ap_get_brigade(f->next, in->tmp, AP_MODE_READBYTES, APR_NONBLOCK_READ, n - len);
+    if (in->core_only) {
+        note_core_read(in, AP_MODE_READBYTES, n - len, in->tmp, rv);
+    }
+    if (rv == APR_SUCCESS && keep_data_only(in, in->tmp, &eof) == APR_SUCCESS) {
+        APR_BRIGADE_CONCAT(in->held, in->tmp);
+    }
+    apr_brigade_cleanup(in->tmp);
+}
+
 /* Is a next request here (httpd asks after each response)?  Not since our
  * last read found the socket empty while the client has not had the
  * answer yet (core still holds it): what arrives later is an event the
@@ -455,6 +479,9 @@ static apr_status_t inbuf_input(ap_filter_t *f, apr_bucket_brigade *bb,
         return in->handshaken ? APR_SUCCESS : ap_get_brigade(f->next, bb, mode, block, n);
     }
     if (!held_empty(in)) {
+        if (mode == AP_MODE_SPECULATIVE) {
+            top_up_held(f, in, n);
+        }
         return serve_held(f, in, bb, mode, block, n);
     }
     if (mode == AP_MODE_SPECULATIVE && block == APR_NONBLOCK_READ

@@ -14,6 +14,12 @@ BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRK_LUA = os.path.join(BENCH, "wrk_report.lua")
 
 
+# Connection modes: HTTP/1.1 keep-alive or a new connection per request,
+# cleartext or over TLS (wrk: a full handshake per new connection); HTTP/2
+# cleartext (prior knowledge) or over TLS (h2load, ALPN h2).
+MODES = ("ka", "close", "h2", "tls-ka", "tls-close", "h2s")
+
+
 class Workload:
     """name like ka-500B-c50: connection mode, file, concurrency, tool."""
 
@@ -23,9 +29,11 @@ class Workload:
         self.mode, self.size, self.conns = mode, size, conns
         self.tool, self.streams = tool, streams
         self.path = "/%s.bin" % size
-        self.close = mode == "close"
+        self.close = mode in ("close", "tls-close")
+        self.tls = mode in ("tls-ka", "tls-close", "h2s")
+        self.h2 = mode in ("h2", "h2s")
         self.name = "%s-%s-c%d" % (mode, size, conns)
-        if mode == "h2":
+        if self.h2:
             self.name += "-m%d" % streams
 
     def __repr__(self):
@@ -33,11 +41,12 @@ class Workload:
 
 
 def parse_workload(name):
-    m = re.match(r"^(ka|close|h2)-(500B|16K|1M)-c(\d+)(?:-m(\d+))?$", name)
+    m = re.match(r"^(%s)-(500B|16K|1M)-c(\d+)(?:-m(\d+))?$" % "|".join(MODES), name)
     if not m:
-        raise ValueError("bad workload name %r (want ka|close|h2-500B|16K|1M-cN[-mM])" % name)
+        raise ValueError("bad workload name %r (want %s-500B|16K|1M-cN[-mM])" % (
+            name, "|".join(MODES)))
     mode, size, c, s = m.groups()
-    return Workload(mode, size, int(c), tool="h2load" if mode == "h2" else "wrk",
+    return Workload(mode, size, int(c), tool="h2load" if mode in ("h2", "h2s") else "wrk",
                     streams=int(s or 10))
 
 

@@ -51,12 +51,15 @@ def order_variants(names, meta):
     return sorted(set(names), key=lambda n: (want.index(n) if n in want else 999, n))
 
 
+MODE_ORDER = {"ka": 0, "close": 1, "h2": 2, "tls-ka": 3, "tls-close": 4, "h2s": 5}
+
+
 def workload_key(w):
-    m = re.match(r"(ka|close|h2)-(500B|16K|1M)-c(\d+)", w)
+    m = re.match(r"(%s)-(500B|16K|1M)-c(\d+)" % "|".join(MODE_ORDER), w)
     if not m:
         return (9, 0, 0, w)
-    return ({"500B": 0, "16K": 1, "1M": 2}[m.group(2)],
-            {"ka": 0, "close": 1, "h2": 2}[m.group(1)], int(m.group(3)), w)
+    return (MODE_ORDER[m.group(1)] // 3, {"500B": 0, "16K": 1, "1M": 2}[m.group(2)],
+            MODE_ORDER[m.group(1)], int(m.group(3)), w)
 
 
 # ------------------------------------------------------------ throughput
@@ -201,7 +204,7 @@ def throughput_md(raw, meta, out):
                       "| variant | req/s | min-max | x event | x nginx | CPU us/req | "
                       "p50 ms | p99 ms | stdev ms | errors | non-2xx | RSS MB | PSS MB | "
                       "procs/threads | other CPU | runs (noisy, dropped) |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"])
+                      "|---" + "|---:" * 15 + "|"])
         for v in variants:
             c = cells.get((v, w))
             if c is None:
@@ -228,7 +231,8 @@ def throughput_md(raw, meta, out):
     if notes:
         lines.extend(["### Run notes", ""])
         for r in notes:
-            lines.append("- round %s %s %s: %s" % (r["round"], r["variant"], r["workload"], r["note"]))
+            lines.append("- round %s %s %s: %s" % (
+                r["round"], r["variant"], r["workload"], r["note"]))
         lines.append("")
     plots_throughput(cells, variants, workloads, out)
     return lines
@@ -410,6 +414,25 @@ def q(s):
     return '"%s"' % s.replace('"', "'")
 
 
+# One colour per variant in every chart, whatever the charts' order.
+VARIANT_COLOURS = {
+    "reuseport": "#7b3294", "reuseport+fhcache": "#c51b7d", "reuseport-cpu": "#b2abd2",
+    "event": "#1f78b4", "event+fhcache": "#a6cee3",
+    "event-buckets": "#33a02c", "event-buckets+fhcache": "#b2df8a",
+    "worker": "#ff7f00", "worker+fhcache": "#fdbf6f",
+    "prefork": "#8c510a", "prefork+fhcache": "#d8b365",
+    "nginx": "#e41a1c", "nginx-reuseport": "#fb9a99", "h2o": "#525252",
+}
+SPARE_COLOURS = ["#01665e", "#5ab4ac", "#bf812d", "#80cdc1", "#762a83", "#969696"]
+
+
+def colour(variant):
+    c = VARIANT_COLOURS.get(variant)
+    if c is None:
+        c = SPARE_COLOURS[sum(map(ord, variant)) % len(SPARE_COLOURS)]
+    return " lc rgb '%s'" % c
+
+
 HIST = """set style data histograms
 set style fill solid 0.85 border -1
 set boxwidth 0.85
@@ -445,23 +468,25 @@ def plots_throughput(cells, variants, workloads, out):
     width = min(1900, max(1100, 90 * len(workloads) * max(1, nv) // 3))
     s = ["set terminal pngcairo size %d,560 font 'Sans,9' noenhanced" % width, HIST,
          "set style histogram errorbars gap 1 lw 1",
-         "set output 'rps.png'", "set title 'Requests per second (median, bars: min-max over rounds)'",
+         "set output 'rps.png'",
+         "set title 'Requests per second (median, bars: min-max over rounds)'",
          "set logscale y", "set ylabel 'req/s (log)'", "set xtics rotate by -30",
          "plot " + ", ".join(
              "'throughput.dat' using %d:%d:%d%s title %s" % (
-                 2 + 5 * i, 3 + 5 * i, 4 + 5 * i, ":xtic(1)" if i == 0 else "", q(v))
+                 2 + 5 * i, 3 + 5 * i, 4 + 5 * i, ":xtic(1)" if i == 0 else "", q(v) + colour(v))
              for i, v in enumerate(variants))]
     gnuplot("\n".join(s), out)
     if "event" in variants:
         s = ["set terminal pngcairo size %d,560 font 'Sans,9' noenhanced" % width, HIST,
              "set style histogram clustered gap 1",
              "set output 'rps_vs_event.png'",
-             "set title 'Requests per second relative to mpm_event in the same rounds (1.0 = event)'",
+             "set title 'Requests per second relative to mpm_event in the same rounds"
+             " (1.0 = event)'",
              "set ylabel 'ratio'", "set xtics rotate by -30", "set yrange [0:*]",
              "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5",
              "plot " + ", ".join(
                  "'throughput.dat' using %d%s title %s" % (
-                     5 + 5 * i, ":xtic(1)" if i == 0 else "", q(v))
+                     5 + 5 * i, ":xtic(1)" if i == 0 else "", q(v) + colour(v))
                  for i, v in enumerate(variants))]
         gnuplot("\n".join(s), out)
     s = ["set terminal pngcairo size %d,560 font 'Sans,9' noenhanced" % width, HIST,
@@ -471,7 +496,7 @@ def plots_throughput(cells, variants, workloads, out):
          "set ylabel 'microseconds (log)'", "set logscale y", "set xtics rotate by -30",
          "plot " + ", ".join(
              "'throughput.dat' using %d%s title %s" % (
-                 6 + 5 * i, ":xtic(1)" if i == 0 else "", q(v))
+                 6 + 5 * i, ":xtic(1)" if i == 0 else "", q(v) + colour(v))
              for i, v in enumerate(variants))]
     gnuplot("\n".join(s), out)
     # Latency percentiles: one panel per workload, clusters = variants.
@@ -482,14 +507,16 @@ def plots_throughput(cells, variants, workloads, out):
             for v in variants:
                 c = cells.get((v, w))
                 vals = [(c.median(col) if c else None) for col, _ in pcts]
-                f.write(v + " " + " ".join("%.3f" % (x / 1000) if x else "NaN" for x in vals) + "\n")
+                f.write(v + " " + " ".join("%.3f" % (x / 1000) if x else "NaN"
+                                           for x in vals) + "\n")
     ncol = 3 if len(workloads) > 4 else max(1, len(workloads))
     nrow = int(math.ceil(len(workloads) / float(ncol)))
     s = ["set terminal pngcairo size %d,%d font 'Sans,8' noenhanced" % (
         420 * ncol + 60, 300 * nrow + 40), HIST,
         "set style histogram clustered gap 1",
         "set output 'latency.png'",
-        "set multiplot layout %d,%d title 'Latency percentiles by variant (ms, log; median of rounds)'" % (
+        "set multiplot layout %d,%d title "
+        "'Latency percentiles by variant (ms, log; median of rounds)'" % (
             nrow, ncol),
         "set logscale y", "set xtics rotate by -35", "set key inside left top horizontal font ',7'"]
     for i, w in enumerate(workloads):
@@ -519,7 +546,8 @@ def plot_idle(rows, variants, out):
     s = ["set terminal pngcairo size 1000,520 font 'Sans,9' noenhanced", HIST,
          "set style histogram clustered gap 1",
          "set output 'idle_memory.png'",
-         "set title 'Server memory per idle keep-alive connection (PSS of all server processes / connections held)'",
+         "set title 'Server memory per idle keep-alive connection"
+         " (PSS of all server processes / connections held)'",
          "set ylabel 'KiB per connection (log)'", "set logscale y",
          "plot " + ", ".join("'idle.dat' using %d%s title '%d connections'" % (
              2 + i, ":xtic(1)" if i == 0 else "", n) for i, n in enumerate(levels))]

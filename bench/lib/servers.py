@@ -44,7 +44,9 @@ HostnameLookups Off
     "slow": "KeepAliveTimeout 30\nTimeout 60\n",
 }
 
-# TLS on a second port (tls=True): TLS 1.3, session cache on.
+# TLS on a second port (tls=True), the same for every server: the same
+# ECDSA P-256 certificate, TLS 1.3, a shared session cache, HTTP/2 offered
+# by ALPN where the run has HTTP/2 workloads.
 HTTPD_TLS = """
 Listen 127.0.0.1:{port}
 SSLSessionCache shmcb:{dir}/logs/ssl_scache(512000)
@@ -53,6 +55,7 @@ SSLSessionCache shmcb:{dir}/logs/ssl_scache(512000)
   SSLProtocol -all +TLSv1.3
   SSLCertificateFile {crt}
   SSLCertificateKeyFile {key}
+  {protocols}
 </VirtualHost>
 """
 # After the variant's own directives (the later one wins).  Graceful
@@ -83,7 +86,10 @@ class Server:
         return "http://%s:%d%s" % (self.host, self.port, path)
 
     def url_for(self, wl):
-        """Base URL for a workload: h2 workloads may use another port."""
+        """Base URL for a workload: TLS ones use the TLS listener, h2c ones
+        may use another port."""
+        if getattr(wl, "tls", False):
+            return "https://%s:%d" % (self.host, self.tls_port)
         port = self.h2port if (wl.mode == "h2" and self.h2port) else self.port
         return "http://%s:%d" % (self.host, port)
 
@@ -122,7 +128,8 @@ class HttpdServer(Server):
         if tls:
             crt, key = tlscert.make_certificate(self.dir)
             self.tls_port = privhttpd.free_port(self.host)
-            extra += HTTPD_TLS.format(port=self.tls_port, dir=self.dir, crt=crt, key=key)
+            extra += HTTPD_TLS.format(port=self.tls_port, dir=self.dir, crt=crt, key=key,
+                                      protocols="Protocols h2 http/1.1" if h2 else "")
         self.h.directives = "\n".join([HTTPD_BASE["common"], HTTPD_BASE.get(part, ""), extra,
                                        variant.config(part, "directives"),
                                        HTTPD_LATE.get(part, "")])
@@ -180,7 +187,7 @@ http {{
 {http}
     server {{
         listen {host}:{port} backlog=4096 {listen_options};
-{h2listen}        server_name localhost;
+{h2listen}{tlslisten}        server_name localhost;
         root {docroot};
         location = /nginx_status {{
             stub_status;
@@ -192,21 +199,35 @@ http {{
 """
 
 
+NGINX_TLS = """\
+        listen {host}:{port} ssl {h2} backlog=4096 {listen_options};
+        ssl_certificate {crt};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.3;
+        ssl_session_cache shared:SSL:10m;
+"""
+
+
 class NginxServer(Server):
     """Debian's nginx with a private prefix, config, pid file and port."""
     kind = "nginx"
 
-    def __init__(self, variant, part, docroot, port=None, h2=False):
+    def __init__(self, variant, part, docroot, port=None, h2=False, tls=False):
         self.variant = variant
         self.part = part
         self.port = port or privhttpd.free_port(self.host)
         # nginx speaks cleartext HTTP/2 only on a listener of its own.
         self.h2port = privhttpd.free_port(self.host) if h2 else None
+        self.h2 = h2
         self.docroot = docroot
         self.dir = tempfile.mkdtemp(prefix="mpmng-nginx-")
         os.chmod(self.dir, 0o755)
         for sub in ("conf", "logs", "run", "tmp"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.tls = None
+        if tls:
+            self.tls = tlscert.make_certificate(self.dir)
+            self.tls_port = privhttpd.free_port(self.host)
         self.conf = os.path.join(self.dir, "conf", "nginx.conf")
         self.pidfile = os.path.join(self.dir, "run", "nginx.pid")
         self.errlog = os.path.join(self.dir, "logs", "error.log")
@@ -222,6 +243,10 @@ class NginxServer(Server):
             listen_options=v.meta.get("listen_options", ""),
             h2listen="        listen %s:%d http2 backlog=4096 %s;\n" % (
                 self.host, self.h2port, v.meta.get("listen_options", "")) if self.h2port else "",
+            tlslisten=NGINX_TLS.format(
+                host=self.host, port=self.tls_port, h2="http2" if self.h2 else "",
+                listen_options=v.meta.get("listen_options", ""), crt=self.tls[0],
+                key=self.tls[1]) if self.tls else "",
             ka_timeout=NGINX_KEEPALIVE_TIMEOUT.get(self.part, "30s"))
 
     def _run(self, *args):
@@ -290,10 +315,117 @@ class NginxServer(Server):
             return ""
 
 
-KINDS = {"httpd": HttpdServer, "nginx": NginxServer}
+H2O = os.environ.get("H2O", "/usr/bin/h2o")
+
+H2O_CONF = """\
+pid-file: {dir}/run/h2o.pid
+error-log: {dir}/logs/error.log
+{user}
+{main}
+listen:
+  host: {host}
+  port: {port}
+{tls}
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: {docroot}
+"""
+
+H2O_TLS = """\
+listen:
+  host: {host}
+  port: {port}
+  ssl:
+    certificate-file: {crt}
+    key-file: {key}
+    minimum-version: TLSv1.3
+"""
+
+
+class H2oServer(Server):
+    """Debian's h2o in the foreground (its own process group), private
+    config and port; HTTP/2 over TLS by ALPN, and h2c on the plain port."""
+    kind = "h2o"
+
+    def __init__(self, variant, part, docroot, port=None, h2=False, tls=False):
+        self.variant = variant
+        self.part = part
+        self.port = port or privhttpd.free_port(self.host)
+        self.docroot = docroot
+        self.dir = tempfile.mkdtemp(prefix="mpmng-h2o-")
+        os.chmod(self.dir, 0o755)
+        for sub in ("conf", "logs", "run"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.conf = os.path.join(self.dir, "conf", "h2o.conf")
+        self.errlog = os.path.join(self.dir, "logs", "error.log")
+        self.tls = tlscert.make_certificate(self.dir) if tls else None
+        self.tls_port = privhttpd.free_port(self.host) if tls else None
+        self.proc = None
+
+    def config_text(self):
+        main = self.variant.config(self.part, "main")
+        if "num-threads" not in main:
+            main += "num-threads: %d\n" % os.cpu_count()
+        return H2O_CONF.format(
+            dir=self.dir, host=self.host, port=self.port, docroot=self.docroot,
+            user="user: www-data" if os.geteuid() == 0 else "",
+            main=main,
+            tls=H2O_TLS.format(host=self.host, port=self.tls_port, crt=self.tls[0],
+                               key=self.tls[1]) if self.tls else "")
+
+    def start(self, timeout=60):
+        with open(self.conf, "w") as f:
+            f.write(self.config_text())
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+        self.proc = subprocess.Popen([H2O, "-m", "master", "-c", self.conf], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.root_pid = self.proc.pid
+        if not _wait_port(self.host, self.port, timeout):
+            self.stop()
+            raise RuntimeError("h2o never accepted on port %d\n%s" % (
+                self.port, self.log_tail()))
+
+    def stop(self, timeout=30):
+        if not self.proc:
+            return []
+        procs = self.pids()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        left = [p for p in procs if privhttpd.pid_alive(p)]
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.wait()
+        self.proc = None
+        self.root_pid = None
+        return left
+
+    def reload(self):
+        os.kill(self.root_pid, signal.SIGHUP)
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_tail(self, n=20):
+        try:
+            with open(self.errlog, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+KINDS = {"httpd": HttpdServer, "nginx": NginxServer, "h2o": H2oServer}
 
 
 def make_server(variant, part, docroot, port=None, h2=False, tls=False):
-    if tls:
-        return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2, tls=tls)
-    return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2)
+    return KINDS[variant.kind](variant, part, docroot, port=port, h2=h2, tls=tls)

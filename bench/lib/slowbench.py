@@ -6,7 +6,7 @@ their connections open (test/lib/slowclients.py):
 
   heads       a request head trickling in, one header line every 5 s
   handshakes  a TLS ClientHello and nothing more (the normal clients use
-              HTTPS keep-alive too; httpd variants only)
+              HTTPS keep-alive too)
   readers     a GET for the 1 MiB file, then one byte read a second
 
 Recorded per run: the normal clients' requests per second, p99 and errors,
@@ -103,8 +103,6 @@ def run(args, variants, docroot, tsv, log):
         k = (rnd - 1) % max(1, len(variants))
         for name in names:
             for v in variants[k:] + variants[:k]:
-                if SCENARIOS[name]["tls"] and v.kind != "httpd":
-                    continue    # the nginx launcher has no TLS listener
                 _one(v, name, rnd, args, docroot, tsv, log)
 
 

@@ -38,6 +38,7 @@ TOOLCHAIN=$HERE/mingw64.cmake
 NOPREFIX=$HERE/noprefix.cmake
 PATCHES=$HERE/patches
 WINE=/usr/lib/wine/wine64
+WINESERVER=/usr/lib/wine/wineserver
 export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all
 
 # Debian source packages (pkg=version) and the sha256 of the upstream tarball used from each.
@@ -122,11 +123,28 @@ ensure_tools() {
   [ ${#missing[@]} -eq 0 ] || die "missing: ${missing[*]} (apt-get install gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine64 cmake dpkg-dev)"
 }
 
-ensure_wineprefix() {  # gen_test_char runs under wine during the build
-  if [ ! -f "$WINEPREFIX/system.reg" ]; then
-    mkdir -p "$WINEPREFIX"
-    "$WINE" wineboot -i >/dev/null 2>&1 || die "wineboot -i failed for $WINEPREFIX"
-  fi
+# gen_test_char runs under wine during the build.  A first wineboot can fail
+# for reasons outside this build (a wineserver left by something else, a
+# loaded machine timing it out): it is logged, and tried once more on a new
+# prefix with no wineserver running before the build gives up.
+ensure_wineprefix() {
+  local log=$LOGS/wineboot.log try
+  [ -f "$WINEPREFIX/system.reg" ] && return 0
+  mkdir -p "$LOGS"; : > "$log"
+  for try in 1 2; do
+    rm -rf "$WINEPREFIX"; mkdir -p "$WINEPREFIX"
+    echo "--- wineboot -i, try $try" >> "$log"
+    # The registry files are written when the wineserver exits: wait for it.
+    if "$WINE" wineboot -i >> "$log" 2>&1 && "$WINESERVER" -w >> "$log" 2>&1 \
+        && [ -f "$WINEPREFIX/system.reg" ]; then
+      return 0
+    fi
+    echo "--- exit, prefix: $(ls "$WINEPREFIX" 2>&1 | tr '\n' ' ')" >> "$log"
+    "$WINESERVER" -k >> "$log" 2>&1 || true
+  done
+  { echo "--- free space"; df -h "$CACHE" /tmp; } >> "$log" 2>&1
+  tail -n 30 "$log" >&2
+  die "wineboot -i failed twice for $WINEPREFIX (log: $log)"
 }
 
 fetch_sources() {
