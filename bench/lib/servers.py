@@ -93,6 +93,27 @@ class Server:
         port = self.h2port if (wl.mode == "h2" and self.h2port) else self.port
         return "http://%s:%d" % (self.host, port)
 
+    def kill_left(self, procs):
+        """SIGKILL what of procs outlived its stop; returns those PIDs."""
+        left = [p for p in procs if privhttpd.pid_alive(p)]
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return left
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_tail(self, n=20):
+        try:
+            with open(self.errlog, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-n:])
+        except OSError:
+            return ""
+
     def settle(self, timeout=120, quiet=1.0):
         """Wait until the process and thread counts stop changing (pre-spawned
         children and threads are all up).  Returns the last memory sample."""
@@ -147,10 +168,6 @@ class HttpdServer(Server):
             left = self.h.stop(timeout=60)
             self.root_pid = None
             return left
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def log_tail(self, n=20):
         return self.h.log_tail(n)
@@ -294,25 +311,9 @@ class NginxServer(Server):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(privhttpd.pid_alive(p) for p in procs):
             time.sleep(0.05)
-        left = [p for p in procs if privhttpd.pid_alive(p)]
-        for p in left:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        left = self.kill_left(procs)
         self.root_pid = None
         return left
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def log_tail(self, n=20):
-        try:
-            with open(self.errlog, errors="replace") as f:
-                return "\n".join(f.read().splitlines()[-n:])
-        except OSError:
-            return ""
 
 
 H2O = os.environ.get("H2O", "/usr/bin/h2o")
@@ -397,12 +398,7 @@ class H2oServer(Server):
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             pass
-        left = [p for p in procs if privhttpd.pid_alive(p)]
-        for p in left:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        left = self.kill_left(procs)
         if self.proc.poll() is None:
             self.proc.wait()
         self.proc = None
@@ -411,17 +407,6 @@ class H2oServer(Server):
 
     def reload(self):
         os.kill(self.root_pid, signal.SIGHUP)
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def log_tail(self, n=20):
-        try:
-            with open(self.errlog, errors="replace") as f:
-                return "\n".join(f.read().splitlines()[-n:])
-        except OSError:
-            return ""
 
 
 KINDS = {"httpd": HttpdServer, "nginx": NginxServer, "h2o": H2oServer}
