@@ -39,7 +39,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
-.PHONY: all check unit integration regress deps demo demo-stop install \
+.PHONY: all check unit fuzz integration regress deps demo demo-stop install \
         uninstall bench clean win win-check win-bench deb intree FORCE
 
 all: $(RP_SO) $(FHC_SO)
@@ -85,7 +85,21 @@ unit: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh base demo test regress fhcache intree deb win
+	@build/deps.sh base demo test fuzz regress fhcache intree deb win
+
+# Our parsers under libFuzzer (ASan/UBSan): a million inputs per target by
+# default; FUZZ_ARGS="--seconds 600" for longer, "--merge" keeps new finds
+# in test/fuzz/corpus/.  Then a million mutated requests, HTTP/2 frames and
+# TLS records over the network to a server with our modules built with
+# ASan/UBSan (~20 min; FUZZ_NET_INPUTS=N).  make check runs short versions.
+FUZZ_NET_INPUTS ?= 1000000
+SAN_PRELOAD = $$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)
+fuzz:
+	@build/deps.sh fuzz
+	@test/fuzz/run.sh $(FUZZ_ARGS)
+	@$(MAKE) --no-print-directory SANITIZE=1 all
+	@MPMNG_FUZZ_INPUTS=$(FUZZ_NET_INPUTS) MPMNG_LD_PRELOAD="$(SAN_PRELOAD)" \
+	    python3 test/run_integration.py -k test_fuzz_input -v
 
 integration: all
 	python3 test/run_integration.py

@@ -51,6 +51,10 @@ fi
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
 
+# Our parsers under libFuzzer with ASan/UBSan, briefly (`make fuzz`: 1M each).
+stage fuzz test/fuzz/run.sh --runs 200000
+count_plain "$LOG/fuzz.log" || add 0 1
+
 # One check whose exit status is its result.
 count_rc() { if [ "$1" -eq 0 ]; then add 1 0; else add 0 1; fi; }
 
