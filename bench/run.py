@@ -19,6 +19,11 @@ Parts (--part, comma separated; default all six, --quick: throughput):
               session caches on): HTTPS keep-alive and a handshake per
               request, HTTP/2 by h2load; reuseport with and without the
               cache, event, nginx, h2o.  Its rows join throughput's.
+  profile     on demand (not in the default run): one variant at a time,
+              where a request's server CPU goes: perf -g on the server,
+              samples grouped into the stages of a request, microseconds
+              per request per stage, a flame graph (SVG) per variant and
+              workload (bench/lib/profilebench.py).
   slow        one variant at a time: keep-alive load alone, then beside
               2,000 slow clients (request heads trickling in, TLS handshakes
               never finished, readers of 1 MiB taking a byte a second):
@@ -536,6 +541,11 @@ def part_slow(args, variants_, docroot, outdir, info):
 
 
 # ---------------------------------------------------------------- syscalls
+def part_profile(args, variants_, docroot, outdir, info):
+    import profilebench
+    run_part_module(profilebench, "profile.tsv", args, variants_, docroot, outdir)
+
+
 def part_syscalls(args, variants_, docroot, outdir, info):
     import loadgen
     import servers
@@ -613,7 +623,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
-    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow "
+    ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow,"
+                    "profile "
                     "(default: all six; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
@@ -634,6 +645,9 @@ def main():
     ap.add_argument("--sys-workloads",
                     help="comma list of workloads for the syscalls part "
                     "(default: %s)" % ",".join(SYSCALL_WORKLOADS))
+    ap.add_argument("--profile-workloads",
+                    help="comma list for the profile part (default: "
+                    "ka-500B-c50,close-500B-c50,ka-1M-c50)")
     ap.add_argument("--tls-workloads",
                     help="comma list for the tls part (default: %s)" % ",".join(TLS_WORKLOADS))
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
@@ -674,17 +688,19 @@ def main():
     args.slow_conns = args.slow_conns or (500 if q else 2000)
     args.slow_scenarios = args.slow_scenarios.split(",")
     args.tls_workloads = args.tls_workloads.split(",") if args.tls_workloads else TLS_WORKLOADS
+    args.profile_workloads = (args.profile_workloads.split(",") if args.profile_workloads
+                              else ["ka-500B-c50", "close-500B-c50", "ka-1M-c50"])
     parts = (args.part or ("throughput" if q else
                            "throughput,idle,syscalls,restart,tls,slow")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow"):
+        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "profile"):
             sys.exit("bench: unknown part %r" % p)
     import slowbench
     for s in args.slow_scenarios:
         if s not in slowbench.SCENARIOS:
             sys.exit("bench: unknown slow scenario %r" % s)
     import loadgen
-    for w in args.workloads + args.tls_workloads:
+    for w in args.workloads + args.tls_workloads + args.profile_workloads:
         loadgen.parse_workload(w)
 
     if args.list:
@@ -746,7 +762,7 @@ def main():
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
                       ("syscalls", part_syscalls), ("restart", part_restart),
-                      ("tls", part_tls), ("slow", part_slow)):
+                      ("tls", part_tls), ("slow", part_slow), ("profile", part_profile)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)

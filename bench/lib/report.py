@@ -1,4 +1,5 @@
 """summary.md and PNG plots (gnuplot) from a results directory's TSVs."""
+import collections
 import csv
 import json
 import math
@@ -421,7 +422,7 @@ VARIANT_COLOURS = {
     "event-buckets": "#33a02c", "event-buckets+fhcache": "#b2df8a",
     "worker": "#ff7f00", "worker+fhcache": "#fdbf6f",
     "prefork": "#8c510a", "prefork+fhcache": "#d8b365",
-    "nginx": "#e41a1c", "nginx-reuseport": "#fb9a99", "h2o": "#525252",
+    "nginx": "#e41a1c", "nginx-reuseport": "#fb9a99", "h2o": "#525252", "lighttpd": "#17becf",
 }
 SPARE_COLOURS = ["#01665e", "#5ab4ac", "#bf812d", "#80cdc1", "#762a83", "#969696"]
 
@@ -584,6 +585,36 @@ def header_md(meta):
     return L
 
 
+def profile_md(rows, meta, out):
+    """Per workload: the stages of a request (rows) by variant (columns),
+    microseconds of server CPU per request, and the flame graphs."""
+    if not rows:
+        return []
+    lines = ["## Where a request's CPU goes (profile part)", "",
+             "Server CPU per request from a run without the profiler; its split from "
+             "`perf record -g` on all server processes in a second run, each sample "
+             "counted for the first stage its stack shows from the leaf up "
+             "(bench/lib/flame.py, GROUPS). Microseconds per request.", ""]
+    for w in sorted({r["workload"] for r in rows}, key=workload_key):
+        sub = [r for r in rows if r["workload"] == w]
+        variants = order_variants([r["variant"] for r in sub], meta)
+        cell = {(r["variant"], r["group"]): num(r["us_per_req"]) for r in sub}
+        cpu = {r["variant"]: num(r["cpu_us_per_req"]) for r in sub}
+        totals = collections.Counter()
+        for r in sub:
+            totals[r["group"]] += num(r["us_per_req"]) or 0
+        lines += ["### " + w, "", "| stage | " + " | ".join(variants) + " |",
+                  "|---" + "|---:" * len(variants) + "|",
+                  "| **CPU per request** | " + " | ".join(
+                      "**%s**" % f_num(cpu.get(v)) for v in variants) + " |"]
+        for g, _ in totals.most_common():
+            lines.append("| %s | %s |" % (g, " | ".join(
+                f_num(cell.get((v, g))) if cell.get((v, g)) else "" for v in variants)))
+        lines += ["", "Flame graphs: " + ", ".join(
+            "[%s](profile-%s-%s.svg)" % (v, v, w) for v in variants), ""]
+    return lines
+
+
 def make(out, update_doc=False):
     try:
         with open(os.path.join(out, "meta.json")) as f:
@@ -599,6 +630,7 @@ def make(out, update_doc=False):
     lines += syscalls_md(read_tsv(os.path.join(out, "syscalls.tsv")), meta, out)
     lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
     lines += slow_md(read_tsv(os.path.join(out, "slow.tsv")), meta, out)
+    lines += profile_md(read_tsv(os.path.join(out, "profile.tsv")), meta, out)
     pngs = [p for p in ("rps.png", "rps_vs_event.png", "cpu_per_request.png", "latency.png",
                         "idle_memory.png") if os.path.exists(os.path.join(out, p))]
     if pngs:

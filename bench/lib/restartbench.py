@@ -18,8 +18,8 @@ EVERY = 2.0
 STEADY_S = 12
 DEFAULT_VARIANTS = ("reuseport", "event", "event-buckets", "worker", "nginx")
 
-COLS = ["time", "round", "variant", "window", "window_s", "load", "reloads", "requests", "err_connect",
-        "err_read", "err_write", "err_timeout", "p99_ms", "estab_resets"]
+COLS = ["time", "round", "variant", "window", "window_s", "load", "reloads", "requests",
+        "err_connect", "err_read", "err_write", "err_timeout", "p99_ms", "estab_resets"]
 
 
 def _estab_resets():

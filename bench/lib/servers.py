@@ -4,6 +4,7 @@ test/lib/privhttpd.py, and a small private nginx launcher.
 Every launcher writes its own config under a private directory, listens on
 127.0.0.1 only, and stops exactly the processes it started, by PID."""
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -345,49 +346,39 @@ listen:
 """
 
 
-class H2oServer(Server):
-    """Debian's h2o in the foreground (its own process group), private
-    config and port; HTTP/2 over TLS by ALPN, and h2c on the plain port."""
-    kind = "h2o"
+class ForegroundServer(Server):
+    """A server we run in the foreground (its own process group) with a
+    private config, port and directory; subclasses give kind, config_text()
+    and command()."""
+    kind = None
 
     def __init__(self, variant, part, docroot, port=None, h2=False, tls=False):
         self.variant = variant
         self.part = part
         self.port = port or privhttpd.free_port(self.host)
         self.docroot = docroot
-        self.dir = tempfile.mkdtemp(prefix="mpmng-h2o-")
+        self.dir = tempfile.mkdtemp(prefix="mpmng-%s-" % self.kind)
         os.chmod(self.dir, 0o755)
         for sub in ("conf", "logs", "run"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
-        self.conf = os.path.join(self.dir, "conf", "h2o.conf")
+        self.conf = os.path.join(self.dir, "conf", "%s.conf" % self.kind)
         self.errlog = os.path.join(self.dir, "logs", "error.log")
         self.tls = tlscert.make_certificate(self.dir) if tls else None
         self.tls_port = privhttpd.free_port(self.host) if tls else None
         self.proc = None
 
-    def config_text(self):
-        main = self.variant.config(self.part, "main")
-        if "num-threads" not in main:
-            main += "num-threads: %d\n" % os.cpu_count()
-        return H2O_CONF.format(
-            dir=self.dir, host=self.host, port=self.port, docroot=self.docroot,
-            user="user: www-data" if os.geteuid() == 0 else "",
-            main=main,
-            tls=H2O_TLS.format(host=self.host, port=self.tls_port, crt=self.tls[0],
-                               key=self.tls[1]) if self.tls else "")
-
     def start(self, timeout=60):
         with open(self.conf, "w") as f:
             f.write(self.config_text())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
-        self.proc = subprocess.Popen([H2O, "-m", "master", "-c", self.conf], env=env,
+        self.proc = subprocess.Popen(self.command(), env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         self.root_pid = self.proc.pid
         if not _wait_port(self.host, self.port, timeout):
             self.stop()
-            raise RuntimeError("h2o never accepted on port %d\n%s" % (
-                self.port, self.log_tail()))
+            raise RuntimeError("%s never accepted on port %d\n%s" % (
+                self.kind, self.port, self.log_tail()))
 
     def stop(self, timeout=30):
         if not self.proc:
@@ -405,11 +396,86 @@ class H2oServer(Server):
         self.root_pid = None
         return left
 
+
+class H2oServer(ForegroundServer):
+    """Debian's h2o: HTTP/2 over TLS by ALPN, and h2c on the plain port."""
+    kind = "h2o"
+
+    def config_text(self):
+        main = self.variant.config(self.part, "main")
+        if "num-threads" not in main:
+            main += "num-threads: %d\n" % os.cpu_count()
+        return H2O_CONF.format(
+            dir=self.dir, host=self.host, port=self.port, docroot=self.docroot,
+            user="user: www-data" if os.geteuid() == 0 else "",
+            main=main,
+            tls=H2O_TLS.format(host=self.host, port=self.tls_port, crt=self.tls[0],
+                               key=self.tls[1]) if self.tls else "")
+
+    def command(self):
+        return [H2O, "-m", "master", "-c", self.conf]
+
     def reload(self):
         os.kill(self.root_pid, signal.SIGHUP)
 
 
-KINDS = {"httpd": HttpdServer, "nginx": NginxServer, "h2o": H2oServer}
+LIGHTTPD = os.environ.get("LIGHTTPD", "/usr/sbin/lighttpd")
+
+LIGHTTPD_CONF = """\
+server.document-root = "{docroot}"
+server.bind = "{host}"
+server.port = {port}
+server.pid-file = "{dir}/run/lighttpd.pid"
+server.errorlog = "{errlog}"
+{user}
+mimetype.assign = (".bin" => "application/octet-stream", ".html" => "text/html")
+{main}
+{tls}
+"""
+
+LIGHTTPD_TLS = """\
+server.modules += ("mod_openssl")
+$SERVER["socket"] == "{host}:{port}" {{
+    ssl.engine = "enable"
+    ssl.pemfile = "{crt}"
+    ssl.privkey = "{key}"
+    ssl.openssl.ssl-conf-cmd = ("MinProtocol" => "TLSv1.3")
+}}
+"""
+
+
+class LighttpdServer(ForegroundServer):
+    """Debian's lighttpd: one worker process per CPU (server.max-worker);
+    HTTP/2 (ALPN and h2c) is on by default in 1.4.69."""
+    kind = "lighttpd"
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        if os.geteuid() == 0:   # it opens its log after dropping privileges
+            www = pwd.getpwnam("www-data")
+            os.chown(os.path.join(self.dir, "logs"), www.pw_uid, www.pw_gid)
+
+    def config_text(self):
+        main = self.variant.config(self.part, "main")
+        if "server.max-worker" not in main:
+            main += "server.max-worker = %d\n" % os.cpu_count()
+        return LIGHTTPD_CONF.format(
+            dir=self.dir, host=self.host, port=self.port, docroot=self.docroot,
+            errlog=self.errlog, main=main,
+            user=('server.username = "www-data"\nserver.groupname = "www-data"'
+                  if os.geteuid() == 0 else ""),
+            tls=LIGHTTPD_TLS.format(host=self.host, port=self.tls_port, crt=self.tls[0],
+                                    key=self.tls[1]) if self.tls else "")
+
+    def command(self):
+        return [LIGHTTPD, "-D", "-f", self.conf]
+
+    def reload(self):
+        os.kill(self.root_pid, signal.SIGUSR1)
+
+
+KINDS = {"httpd": HttpdServer, "nginx": NginxServer, "h2o": H2oServer,
+         "lighttpd": LighttpdServer}
 
 
 def make_server(variant, part, docroot, port=None, h2=False, tls=False):

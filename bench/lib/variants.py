@@ -5,7 +5,7 @@ add-ons (bench/variants/addons/) that derive extra httpd variants such as
 Variant file:
     [variant]
     name = event            # what tables and plots call it
-    kind = httpd            # httpd | nginx (a launcher in servers.py)
+    kind = httpd            # httpd | nginx | h2o | lighttpd (launchers in servers.py)
     mpm = event             # httpd: key of privhttpd.MPMS, or mpm_module + mpm_path
     modules =               # httpd: extra Debian modules (names, space separated)
     requires =              # files that must exist, else the variant is skipped

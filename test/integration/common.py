@@ -38,6 +38,24 @@ CRASH_RE = re.compile(r"exit signal (Segmentation fault|Aborted|Bus error|"
                       r"Illegal instruction|Floating point exception)")
 
 
+def mpm_available(name):
+    """Whether this httpd can run MPM name: in a build with an MPM linked
+    in (the in-tree build) only that one; otherwise one whose module is
+    there."""
+    if privhttpd.STATIC_MPM:
+        return name == privhttpd.STATIC_MPM
+    return os.path.exists(privhttpd.MPMS[name][1])
+
+
+def needs_modules(*names):
+    """Skip where httpd's module directory lacks one of these modules (the
+    in-tree build has no mod_http2, for one)."""
+    missing = [n for n in names
+               if not os.path.exists(os.path.join(privhttpd.SYSMODS, "mod_%s.so" % n))]
+    return unittest.skipIf(missing, "no mod_%s in %s" % (", mod_".join(missing),
+                                                          privhttpd.SYSMODS))
+
+
 def reuseport_only(cls_or_fn):
     """Skip for stock MPMs: the test checks reuseport-specific behaviour."""
     return unittest.skipUnless(

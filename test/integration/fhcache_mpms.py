@@ -3,13 +3,14 @@
 (several caches at once)."""
 import os
 
-from common import OUT
+from common import OUT, mpm_available
 
 FHCACHE_SO = os.path.join(OUT, "mod_fhcache.so")
 
-# Every MPM, or those named in MPMNG_FHCACHE_MPMS (comma list).
+# Every MPM this httpd can run, or those named in MPMNG_FHCACHE_MPMS.
 MPMS = [m for m in os.environ.get("MPMNG_FHCACHE_MPMS",
-                                  "reuseport,event,worker,prefork").split(",") if m]
+                                  "reuseport,event,worker,prefork").split(",")
+        if m and mpm_available(m)]
 
 _THREADED = ("StartServers {n}\nServerLimit {n}\nThreadsPerChild {t}\n"
              "MaxRequestWorkers 8\nMinSpareThreads {spare}\nMaxSpareThreads 8\n")

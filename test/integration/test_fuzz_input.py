@@ -15,7 +15,7 @@ import random
 import ssl
 import time
 
-from common import OUT, HttpdTestCase, curl, mpm_directives
+from common import OUT, HttpdTestCase, curl, mpm_directives, needs_modules
 from fhcache_mpms import FHCACHE_SO
 from privhttpd import free_port
 from tlscert import make_certificate
@@ -182,6 +182,7 @@ class Fuzzer:
         return made, sum(done)
 
 
+@needs_modules("ssl", "socache_shmcb", "http2", "reqtimeout")
 class MalformedInput(HttpdTestCase):
     def test_mutated_requests_frames_and_records(self):
         h = self.httpd(start=False, modules=["ssl", "socache_shmcb", "http2", "reqtimeout"],

@@ -13,9 +13,10 @@ import socket
 import ssl
 import time
 
-from common import (CGI_BODY, IS_REUSEPORT, HttpdTestCase, ResponseReader, connect,
-                    mpm_directives, request_bytes, reuseport_only, run_wrk, sha256)
-from privhttpd import MPMS, free_port
+from common import (CGI_BODY, HttpdTestCase, IS_REUSEPORT, ResponseReader, connect,
+                    mpm_available, mpm_directives, request_bytes, reuseport_only, run_wrk,
+                    sha256)
+from privhttpd import free_port
 from slowclients import SlowClients, raise_nofile
 from tlscert import make_certificate
 
@@ -68,7 +69,7 @@ class SlowHeads(HttpdTestCase):
         h = self.httpd(conf, files={"f.txt": "x" * 500}, nofile=4 * self.SLOW)
         alone, beside, outcomes, t0, t1, status = self._load_beside_slow_heads(h)
         ref = ""
-        if IS_REUSEPORT and os.path.exists(MPMS["event"][1]):
+        if IS_REUSEPORT and mpm_available("event"):
             # The reference: stock mpm_event, same configuration and load
             # (where httpd has it: not in a build with our MPM linked in).
             ev_conf = mpm_directives(start=1, server_limit=1, thread_limit=8, threads=8,

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from common import (CGI_BODY, HttpdTestCase, ResponseReader, connect, curl, mpm_directives,
-                    request_bytes, sha256)
+                    needs_modules, request_bytes, sha256)
 from fhcache_mpms import FHCACHE_SO
 from privhttpd import free_port
 from tlscert import make_certificate
@@ -111,6 +111,7 @@ def cache_variants():
     return (False, True) if os.path.exists(FHCACHE_SO) else (False,)
 
 
+@needs_modules("ssl", "socache_shmcb", "headers")
 class TlsServing(HttpdTestCase):
     def test_files_of_every_size_byte_identical(self):
         """Every size, whole, HEAD, ranges, on one keep-alive connection and
@@ -222,6 +223,7 @@ class TlsServing(HttpdTestCase):
             self.assertEqual(ResponseReader(s).read_response().status, 200)
 
 
+@needs_modules("ssl", "socache_shmcb", "headers", "http2")
 class Http2(HttpdTestCase):
     def _h2load(self, url, n, c, m, extra=()):
         out = subprocess.run(["h2load", "-n", str(n), "-c", str(c), "-m", str(m)] + list(extra)

@@ -140,7 +140,8 @@ Timeout 30
 {extra}
 """.format(root=winpath(self.prefix), port=self.port, d=winpath(self.dir),
            loads=loads, threads=self.threads,
-           extra=(self.extra if extra is None else extra) + "\n" + os.environ.get("MPMNG_WIN_EXTRA", ""))
+           extra=(self.extra if extra is None else extra) + "\n"
+           + os.environ.get("MPMNG_WIN_EXTRA", ""))
         with open(self.conf, "w") as f:
             f.write(conf)
 
@@ -259,9 +260,14 @@ Timeout 30
 
 
 def parse_response(data):
+    """(status, headers, body); a connection closed before a status line
+    is a ConnectionError (an OSError, as other lost requests are)."""
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    code = int(lines[0].split()[1])
+    words = lines[0].split()
+    if len(words) < 2 or not words[0].startswith("HTTP/"):
+        raise ConnectionError("no HTTP response (%d bytes before the close)" % len(data))
+    code = int(words[1])
     hdrs = {}
     for l in lines[1:]:
         if ":" in l:
