@@ -214,14 +214,21 @@ class HttpdTestCase(unittest.TestCase):
         return any(t is self or getattr(t, "test_case", None) is self for t in recorded)
 
     def httpd(self, directives="", mpm=None, modules=(), files=None, cgi=None,
-              access_log=False, start=True, **kw):
+              access_log=False, start=True, reference=False, **kw):
         """Create (and by default start) a private httpd; its cleanup is
         registered before starting, so a failed start is cleaned up too.
         files: {docroot path: content}; cgi: {name: script} served under
         /cgi-bin/ by mod_cgid; access_log: log "%P status bytes request" to
-        h.access_log.  Other keywords go to privhttpd.Httpd."""
+        h.access_log.  reference: a stock httpd with none of our modules,
+        run for comparison; a crash of its own is reported, not failed
+        (mpm_event's children can crash when stopped with busy workers,
+        with or without us: docs/mod_fhcache.md).  Other keywords go to
+        privhttpd.Httpd."""
         modules = list(modules) + (["cgid"] if cgi else [])
         h = privhttpd.Httpd(mpm=mpm or MPM, modules=modules, **kw)
+        h.reference = reference
+        if reference and (h.mpm[1].startswith(OUT) or OUT in directives):
+            raise ValueError("a reference server runs no module of ours")
         self.addCleanup(self._finish_httpd, h)
         extra = ""
         if cgi:
@@ -245,6 +252,10 @@ class HttpdTestCase(unittest.TestCase):
         crashes = CRASH_RE.findall(log)
         if died:
             crashes.append("the parent (pid %d) died during the test (see dmesg)" % died)
+        if crashes and getattr(h, "reference", False):
+            print("\n    note: the stock reference server crashed (%s); not ours" %
+                  ", ".join(crashes), file=sys.stderr)
+            crashes = []
         if self._failed_so_far() or leftover or crashes:
             print("\n---- error log of %s (%s) ----\n%s" % (
                 h.dir, self.id(), h.log_tail(60)), file=sys.stderr)

@@ -211,6 +211,8 @@ class MalformedInput(HttpdTestCase):
             sent += n
             self.assertGreater(delivered, n // 2, "most connections were refused")
             self._still_serving(h, tls_port, made, sent)
+            if sent % 100000 == 0:
+                print("%d.." % sent, end=" ", flush=True)
         print("(%.0f inputs/s)" % (sent / (time.monotonic() - t0)), end=" ", flush=True)
 
     def _still_serving(self, h, tls_port, made, sent):

@@ -76,7 +76,7 @@ class SlowHeads(HttpdTestCase):
                                      max_workers=8, min_spare=1, max_spare=8,
                                      extra="KeepAliveTimeout 5\nTimeout 60\n")
             ev = self.httpd(ev_conf, mpm="event", files={"f.txt": "x" * 500},
-                            nofile=4 * self.SLOW)
+                            nofile=4 * self.SLOW, reference=True)
             ev_alone, ev_beside = self._load_beside_slow_heads(ev)[:2]
             ev.stop()
             ref = "; mpm_event: alone %s, beside %s" % (ev_alone, ev_beside)
