@@ -97,7 +97,7 @@ SAN_PRELOAD = $$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubs
 fuzz:
 	@build/deps.sh fuzz
 	@test/fuzz/run.sh $(FUZZ_ARGS)
-	@$(MAKE) --no-print-directory SANITIZE=1 all
+	@$(MAKE) --no-print-directory -s SANITIZE=1 all
 	@MPMNG_FUZZ_INPUTS=$(FUZZ_NET_INPUTS) MPMNG_LD_PRELOAD="$(SAN_PRELOAD)" \
 	    python3 test/run_integration.py -k test_fuzz_input -v
 

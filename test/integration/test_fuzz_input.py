@@ -12,10 +12,11 @@ Inputs of a batch that broke the server are written to out/fuzz/."""
 import asyncio
 import os
 import random
+import signal
 import ssl
 import time
 
-from common import OUT, HttpdTestCase, curl, mpm_directives, needs_modules
+from common import OUT, TEST_TIMEOUT, HttpdTestCase, curl, mpm_directives, needs_modules
 from fhcache_mpms import FHCACHE_SO
 from privhttpd import free_port
 from tlscert import make_certificate
@@ -184,6 +185,10 @@ class Fuzzer:
 
 @needs_modules("ssl", "socache_shmcb", "http2", "reqtimeout")
 class MalformedInput(HttpdTestCase):
+    def setUp(self):
+        super().setUp()
+        signal.alarm(max(TEST_TIMEOUT, INPUTS // 200 + 60))   # ~1,000 inputs/s
+
     def test_mutated_requests_frames_and_records(self):
         h = self.httpd(start=False, modules=["ssl", "socache_shmcb", "http2", "reqtimeout"],
                        files={"f.txt": "fuzz\n", "big.bin": "b" * 70000, "dir/x": "x"},
