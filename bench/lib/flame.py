@@ -111,8 +111,7 @@ def group_of(stack):
 
 
 def groups(stacks):
-    c = collections.Counter(group_of(s) for s in stacks)
-    return c
+    return collections.Counter(group_of(s) for s in stacks)
 
 
 def folded(stacks):
