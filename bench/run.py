@@ -26,7 +26,8 @@ Parts (--part, comma separated; default all six, --quick: throughput):
               workload (bench/lib/profilebench.py).
   slow        one variant at a time: keep-alive load alone, then beside
               2,000 slow clients (request heads trickling in, TLS handshakes
-              never finished, readers of 1 MiB taking a byte a second):
+              never finished, readers of 1 MiB taking a byte a second), then
+              beside all three at once (hostile: 5,000 + 5,000 + 1,000):
               req/s, p99, errors, threads, memory per slow connection
               (bench/lib/slowbench.py).
 
@@ -60,7 +61,7 @@ FULL_WORKLOADS = ["%s-%s-c%d" % (m, s, c) for s in ("500B", "16K", "1M")
 QUICK_WORKLOADS = ["ka-500B-c50", "close-500B-c50", "ka-16K-c500"]
 SYSCALL_WORKLOADS = ["ka-500B-c50", "close-500B-c50"]
 TLS_WORKLOADS = ["tls-ka-500B-c50", "tls-ka-16K-c50", "tls-ka-1M-c50", "tls-close-500B-c50",
-                 "h2s-500B-c50-m10", "h2s-16K-c50-m10", "h2s-500B-c500-m1"]
+                 "tls-new-500B-c4", "h2s-500B-c50-m10", "h2s-16K-c50-m10", "h2s-500B-c500-m1"]
 TLS_VARIANTS = ["reuseport", "reuseport+fhcache", "event", "nginx", "h2o"]
 
 RAW_COLS = [
@@ -616,6 +617,21 @@ def part_syscalls(args, variants_, docroot, outdir, info):
 
 
 # ---------------------------------------------------------------- main
+def parse_mix(text, quick):
+    """--hostile-mix "heads=5000,readers=5000,handshakes=1000" -> {kind: n}."""
+    import slowbench
+    if not text:
+        return dict(slowbench.HOSTILE_MIX_QUICK if quick else slowbench.HOSTILE_MIX)
+    mix = {}
+    for item in text.split(","):
+        kind, _, n = item.partition("=")
+        if kind not in slowbench.SLOW_KINDS or not n.isdigit() or int(n) < 1:
+            sys.exit("bench: --hostile-mix wants KIND=N,... with KIND one of %s, got %r"
+                     % (",".join(slowbench.SLOW_KINDS), item))
+        mix[kind] = int(n)
+    return mix
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="mpm-ng benchmarks on loopback (see docs/PERFORMANCE.md)",
@@ -653,8 +669,12 @@ def main():
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
     ap.add_argument("--slow-conns", type=int, help="slow clients in the slow part "
                     "(default 2000, quick 500)")
-    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers",
-                    help="comma list for the slow part (default heads,handshakes,readers)")
+    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers,hostile",
+                    help="comma list for the slow part (default heads,handshakes,readers,"
+                    "hostile)")
+    ap.add_argument("--hostile-mix", help="slow connections of each kind in the slow part's "
+                    "hostile scenario (default heads=5000,readers=5000,handshakes=1000; "
+                    "quick a tenth)")
     ap.add_argument("--max-other", type=float, default=0.10,
                     help="a run is NOISY when other processes (or steal) used more than "
                     "this share of the machine (default 0.10 = 10%% of all cores)")
@@ -687,6 +707,7 @@ def main():
     args.sys_duration = max(1, args.sys_duration or (1 if q else 3))
     args.slow_conns = args.slow_conns or (500 if q else 2000)
     args.slow_scenarios = args.slow_scenarios.split(",")
+    args.hostile_mix = parse_mix(args.hostile_mix, q)
     args.tls_workloads = args.tls_workloads.split(",") if args.tls_workloads else TLS_WORKLOADS
     args.profile_workloads = (args.profile_workloads.split(",") if args.profile_workloads
                               else ["ka-500B-c50", "close-500B-c50", "ka-1M-c50"])
@@ -746,6 +767,7 @@ def main():
         "idle_conns": args.idle_conns, "sys_duration": args.sys_duration,
         "tls_workloads": args.tls_workloads,
         "slow_conns": args.slow_conns, "slow_scenarios": args.slow_scenarios,
+        "hostile_mix": args.hostile_mix,
         "max_other": args.max_other, "nice": args.nice, "fd_limit": hard,
         "descriptions": {v.name: v.description for v in vs}})
     with open(os.path.join(outdir, "meta.json"), "w") as f:

@@ -66,6 +66,7 @@ typedef struct rp_conn {
     rp_dtimer deadline;         /* RP_PARK_READ: on the deadline heap */
     rp_ra *ra;                  /* its read-ahead (after pre_connection) */
     int keepalive_wake;         /* resumed from a keep-alive wait */
+    int module_wait;            /* parked in CONN_STATE_ASYNC_WAITIO */
     int slot;                   /* in the slot table; -1 before parking */
     apr_time_t linger_until;    /* lingering close gives up then */
     struct rp_conn *next_suspended;    /* rp_callbacks.c */

@@ -331,6 +331,30 @@ static apr_interval_time_t read_ahead_timeout(const rp_ra *ra)
     return deadline > now ? deadline - now : 0;
 }
 
+/* Wait for the socket with Timeout.  The module's sense counts for this
+ * wait only, as in mpm_event.  A module that wants to read with nothing
+ * left to write (mod_http2, blocked on the client's flow-control window,
+ * says so in write completion) goes back to its process_connection hook
+ * when bytes come, as after CONN_STATE_ASYNC_WAITIO: waiting for them
+ * again as keep-alive would miss them (the poller reports edges). */
+static int park_io(rp_conn *rc)
+{
+    conn_rec *c = rc->c;
+    int events = wanted_events(rc);
+
+    if (rc->pub.state == CONN_STATE_WRITE_COMPLETION
+        && rc->pub.sense == CONN_SENSE_WANT_READ && !c->data_in_output_filters
+        && c->keepalive == AP_CONN_KEEPALIVE && !c->aborted) {
+        rc->pub.state = CONN_STATE_ASYNC_WAITIO;
+    }
+    /* Kept apart from c->cs: mod_http2's streams share their main
+     * connection's conn_state_t and write its state from their own
+     * threads, also while it waits here. */
+    rc->module_wait = rc->pub.state == CONN_STATE_ASYNC_WAITIO;
+    rc->pub.sense = CONN_SENSE_DEFAULT;
+    return rp_loop_park(rc, RP_PARK_IO, events, c->base_server->timeout);
+}
+
 /* Run rc until it waits or closes; 1 if its wait is over already (run
  * it again). */
 static int run(rp_conn *rc, apr_thread_t *thd, int tid)
@@ -359,8 +383,7 @@ static int run(rp_conn *rc, apr_thread_t *thd, int tid)
         return rp_loop_park(rc, RP_PARK_READ, RP_POLL_IN,
                             read_ahead_timeout(rc->ra));
     case RP_NEXT_WAIT_IO:
-        return rp_loop_park(rc, RP_PARK_IO, wanted_events(rc),
-                            rc->c->base_server->timeout);
+        return park_io(rc);
     case RP_NEXT_LINGER:
         return rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN,
                             RP_LINGER_TIMEOUT);
@@ -413,9 +436,15 @@ static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
     case RP_PARK_READ:          /* more of the request, or its deadline */
         break;
     case RP_PARK_IO:
-        if (rc->pub.state == CONN_STATE_ASYNC_WAITIO) {
+        /* A module's wait is over: its process_connection hook goes on.
+         * Clogging input filters ask for that from any state (mod_http2
+         * waits so, in write completion wanting to read, where the MPM
+         * cannot tell it CONN_STATE_ASYNC_WAITIO is there). */
+        if (rc->module_wait
+            || (rc->c->clogging_input_filters && !rc->c->aborted)) {
             rc->pub.state = CONN_STATE_PROCESSING;
         }
+        rc->module_wait = 0;
         break;
     default:                    /* just accepted (RP_PARK_NEW: earlier) */
         break;

@@ -235,6 +235,14 @@ int rp_loop_park(rp_conn *rc, rp_park why, int events,
             return 0;
         }
     }
+    /* A module waiting to read (mod_http2's main connection, blocked on
+     * the client's flow-control window) may have left unread bytes that
+     * came while it ran, maybe after an event we woke it for: the poller
+     * reports edges, so look, as a level-triggered poll would. */
+    if (why == RP_PARK_IO && events == RP_POLL_IN && readable_now(rc)) {
+        rc->park = why;
+        return 1;
+    }
     for (;;) {
         pthread_mutex_lock(&rp_child.park_lock);
         if (take_pending_locked(rc, events)) {

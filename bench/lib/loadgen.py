@@ -1,5 +1,6 @@
-"""Load generators: wrk (HTTP/1.1) and h2load (HTTP/2 cleartext), run in
-their own session (own autogroup) with their CPU time taken from wait4()."""
+"""Load generators: wrk (HTTP/1.1), h2load (HTTP/2) and openssl s_time
+(a full TLS handshake per request), run in their own session (own
+autogroup) with their CPU time taken from wait4()."""
 import json
 import os
 import re
@@ -15,9 +16,13 @@ WRK_LUA = os.path.join(BENCH, "wrk_report.lua")
 
 
 # Connection modes: HTTP/1.1 keep-alive or a new connection per request,
-# cleartext or over TLS (wrk: a full handshake per new connection); HTTP/2
-# cleartext (prior knowledge) or over TLS (h2load, ALPN h2).
-MODES = ("ka", "close", "h2", "tls-ka", "tls-close", "h2s")
+# cleartext or over TLS; HTTP/2 cleartext (prior knowledge) or over TLS
+# (h2load, ALPN h2).  TLS with a new connection per request comes twice:
+# tls-close is wrk's, which resumes its TLS session on every new connection
+# (a TLS 1.3 ticket: key exchange, no certificate), tls-new is openssl
+# s_time -new, a full handshake each time (cN: N s_time processes).
+MODES = ("ka", "close", "h2", "tls-ka", "tls-close", "tls-new", "h2s")
+TOOLS = {"h2": "h2load", "h2s": "h2load", "tls-new": "s_time"}
 
 
 class Workload:
@@ -29,8 +34,8 @@ class Workload:
         self.mode, self.size, self.conns = mode, size, conns
         self.tool, self.streams = tool, streams
         self.path = "/%s.bin" % size
-        self.close = mode in ("close", "tls-close")
-        self.tls = mode in ("tls-ka", "tls-close", "h2s")
+        self.close = mode in ("close", "tls-close", "tls-new")
+        self.tls = mode in ("tls-ka", "tls-close", "tls-new", "h2s")
         self.h2 = mode in ("h2", "h2s")
         self.name = "%s-%s-c%d" % (mode, size, conns)
         if self.h2:
@@ -46,8 +51,7 @@ def parse_workload(name):
         raise ValueError("bad workload name %r (want %s-500B|16K|1M-cN[-mM])" % (
             name, "|".join(MODES)))
     mode, size, c, s = m.groups()
-    return Workload(mode, size, int(c), tool="h2load" if mode in ("h2", "h2s") else "wrk",
-                    streams=int(s or 10))
+    return Workload(mode, size, int(c), tool=TOOLS.get(mode, "wrk"), streams=int(s or 10))
 
 
 def _spawn(args, nice=None):
@@ -78,6 +82,8 @@ def start(wl, url_base, duration, nice=None, threads=1, timeout_s=5):
             args += ["-H", "Connection: close"]
         args.append(url)
         return _spawn(args, nice)
+    if wl.tool == "s_time":
+        return _start_s_time(wl, url_base, duration, nice)
     fd, logpath = tempfile.mkstemp(prefix="mpmng-h2load-", suffix=".log")
     os.close(fd)
     args = ["h2load", "-t%d" % threads, "-c%d" % wl.conns, "-m%d" % wl.streams,
@@ -88,7 +94,51 @@ def start(wl, url_base, duration, nice=None, threads=1, timeout_s=5):
     return p
 
 
+class _Group:
+    """Several client processes run as one (s_time is one connection at a
+    time): their outputs and CPU times added up."""
+
+    def __init__(self, procs):
+        self.procs = procs
+        self.t0 = time.monotonic()
+
+
+def _start_s_time(wl, url_base, duration, nice):
+    hostport = url_base.split("://", 1)[1]
+    args = ["openssl", "s_time", "-connect", hostport, "-www", wl.path, "-new",
+            "-time", str(max(1, round(duration)))]
+    return _Group([_spawn(args, nice) for _ in range(wl.conns)])
+
+
+def _finish_s_time(wl, g):
+    """s_time prints "N connections in T real seconds, B bytes read per
+    connection" (whole seconds: the wall time is ours); fewer bytes than
+    the file is a failed run."""
+    reqs = nbytes = cpu = 0
+    bad = []
+    for p in g.procs:
+        out, err, c = _finish(p)
+        cpu += c
+        m = re.search(r"^(\d+) connections in \d+ real seconds, (\d+) bytes read per "
+                      r"connection", out, re.M)
+        if not m or p.returncode or int(m.group(2)) < Workload.SIZES[wl.size]:
+            bad.append("rc %d: %s %s" % (p.returncode, out[-300:], err[-300:]))
+            continue
+        reqs += int(m.group(1))
+        nbytes += int(m.group(1)) * int(m.group(2))
+    if bad and not reqs:
+        raise RuntimeError("s_time gave no result: " + " | ".join(bad))
+    secs = time.monotonic() - g.t0
+    return {"client_cpu_ns": cpu, "client_rc": 0, "duration_us": int(secs * 1e6),
+            "requests": reqs, "bytes": nbytes, "err_connect": len(bad), "err_read": 0,
+            "err_write": 0, "err_status": 0, "err_timeout": 0, "non2xx": 0,
+            "errors": len(bad), "p50_us": "", "p75_us": "", "p90_us": "", "p99_us": "",
+            "p999_us": "", "lat_mean_us": "", "lat_stdev_us": "", "lat_max_us": ""}
+
+
 def finish(wl, p):
+    if wl.tool == "s_time":
+        return _finish_s_time(wl, p)
     out, err, cpu_ns = _finish(p)
     res = {"client_cpu_ns": cpu_ns, "client_rc": p.returncode}
     if wl.tool == "wrk":

@@ -52,7 +52,8 @@ def order_variants(names, meta):
     return sorted(set(names), key=lambda n: (want.index(n) if n in want else 999, n))
 
 
-MODE_ORDER = {"ka": 0, "close": 1, "h2": 2, "tls-ka": 3, "tls-close": 4, "h2s": 5}
+MODE_ORDER = {"ka": 0, "close": 1, "h2": 2, "tls-ka": 3, "tls-close": 4, "tls-new": 4,
+              "h2s": 5}
 
 
 def workload_key(w):
@@ -350,7 +351,8 @@ def restart_md(rows, meta, out):
 # ------------------------------------------------------------ slow clients
 SLOW_WHAT = {"heads": "request heads trickling in (a header line every 5 s)",
              "handshakes": "TLS handshakes never finished (normal clients over HTTPS)",
-             "readers": "readers of the 1 MiB file taking a byte a second"}
+             "readers": "readers of the 1 MiB file taking a byte a second",
+             "hostile": "all at once (hostile load)"}
 
 
 def slow_md(rows, meta, out):
@@ -359,17 +361,23 @@ def slow_md(rows, meta, out):
         return []
     variants = order_variants([r["variant"] for r in rows], meta)
     lines = ["## Slow clients beside normal ones", "",
-             "wrk -t1 -c50 keep-alive (500 B) alone, then beside %s slow connections, "
-             "per variant and scenario, rounds interleaved; medians over rounds. "
-             "ratio: req/s beside / alone. Threads: the server's, before and after the "
-             "slow clients connected. KiB/slow: PSS growth per slow connection. Open: "
-             "slow connections the server still held at the end." % f_int(
-                 num(rows[0]["slow"])), ""]
-    for sc in ("heads", "handshakes", "readers"):
+             "wrk -t1 -c50 keep-alive (500 B) alone, then beside %s slow connections "
+             "(one kind, or the mix named), per variant and scenario, rounds "
+             "interleaved; medians over rounds. ratio: req/s beside / alone. Threads: "
+             "the server's, before and after the slow clients connected. KiB/slow: PSS "
+             "growth per slow connection. Open: slow connections the server still held "
+             "at the end." % f_int(num(next(
+                 (r["slow"] for r in rows if r["scenario"] != "hostile"), rows[0]["slow"]))),
+             ""]
+    mix = meta.get("hostile_mix") or {}
+    for sc in ("heads", "handshakes", "readers", "hostile"):
         sub = [r for r in rows if r["scenario"] == sc]
         if not sub:
             continue
-        lines += ["### %s" % SLOW_WHAT[sc], "",
+        what = SLOW_WHAT[sc]
+        if sc == "hostile" and mix:
+            what += ": " + ", ".join("%s %s" % (f_int(n), k) for k, n in mix.items())
+        lines += ["### %s" % what, "",
                   "| variant | rounds | req/s alone | req/s beside | ratio | p99 beside (ms) "
                   "| errors beside | threads | KiB/slow | open |",
                   "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
@@ -500,8 +508,13 @@ def plots_throughput(cells, variants, workloads, out):
                  6 + 5 * i, ":xtic(1)" if i == 0 else "", q(v) + colour(v))
              for i, v in enumerate(variants))]
     gnuplot("\n".join(s), out)
-    # Latency percentiles: one panel per workload, clusters = variants.
+    # Latency percentiles: one panel per workload, clusters = variants
+    # (workloads whose tool measures them: not s_time's).
     pcts = (("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99"), ("p999_us", "p99.9"))
+    workloads = [w for w in workloads
+                 if any(cells.get((v, w)) and cells[(v, w)].median("p99_us") for v in variants)]
+    if not workloads:
+        return
     for i, w in enumerate(workloads):
         with open(os.path.join(out, "latency_%d.dat" % i), "w") as f:
             f.write("# variant " + " ".join(p for _, p in pcts) + "\n")

@@ -143,6 +143,8 @@ class HttpdServer(Server):
             extra = "Protocols h2c http/1.1\n"
         if tls:
             modules += ["ssl", "socache_shmcb"]
+        if part == "slow":  # Debian's apache2 loads it; its defaults apply
+            modules.append("reqtimeout")
         self.h = privhttpd.Httpd(mpm=variant.mpm, port=port, docroot=docroot,
                                  modules=modules, nofile=20000)
         self.port = self.h.port

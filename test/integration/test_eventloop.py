@@ -41,8 +41,10 @@ class IdleConnections(HttpdTestCase):
                 r = get(s, ResponseReader(s), "/a.txt")
             self.assertEqual(r.status, 200)
             self.assertLess(time.monotonic() - t0, 2.0)
-            st = h.status()
-            self.assertGreaterEqual(int(st.get("ConnsAsyncKeepAlive", -1)), idle - 5, st)
+            # The last ones may still be on their way from their worker to
+            # the loop (seen on a loaded machine: 54 of 60 at the first look).
+            self.wait_until(lambda: int(h.status().get("ConnsAsyncKeepAlive", -1)) >= idle - 5,
+                            5, "the idle connections counted as keep-alive")
             # And every idle connection is still usable.
             for i, (s, rd) in enumerate(conns):
                 r = get(s, rd, "/a.txt")

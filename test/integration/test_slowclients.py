@@ -326,3 +326,48 @@ class SlowHandshakes(HttpdTestCase):
             r = ResponseReader(s).read_response()
         self.assertEqual(r.status, 400)
         self.assertIn(b"speaking plain HTTP to an SSL-enabled server port", r.body)
+
+
+class HostileMix(HttpdTestCase):
+    """The bench's hostile load (bench/run.py --part slow, scenario hostile)
+    in small: trickling heads, readers of 1 MiB taking a byte a second and
+    unfinished TLS handshakes, all at once, on a server of one child with 8
+    threads; wrk's keep-alive clients beside them are still served."""
+    MIX = {"headers": 300, "readers": 300, "handshake": 100}
+
+    def test_all_kinds_of_slow_clients_at_once(self):
+        raise_nofile(4 * sum(self.MIX.values()))
+        tls_port = free_port()
+        h = self.httpd(start=False, modules=["ssl", "socache_shmcb", "reqtimeout"],
+                       files={"f.txt": "x" * 500, "big.bin": b"b" * (1 << 20)},
+                       nofile=4 * sum(self.MIX.values()))
+        crt, key = make_certificate(h.dir)
+        h.directives = small_server(8, "KeepAliveTimeout 5\nTimeout 60\n") + (
+            "Listen 127.0.0.1:%d\n<VirtualHost 127.0.0.1:%d>\n  SSLEngine on\n"
+            "  SSLCertificateFile %s\n  SSLCertificateKeyFile %s\n</VirtualHost>\n"
+            % (tls_port, tls_port, crt, key))
+        h.start()
+        alone = run_wrk(h.url("/f.txt"), 2, 6, latency=True)
+        threads_before = thread_count(h)
+        groups = []
+        try:
+            for kind, n in self.MIX.items():
+                port = tls_port if kind == "handshake" else h.port
+                path = "/big.bin" if kind == "readers" else "/f.txt"
+                groups.append(SlowClients(h.host, port, n, kind, interval=1.0,
+                                          path=path).start())
+            time.sleep(1.5)     # every slow client has begun and is waiting
+            beside = run_wrk(h.url("/f.txt"), 2, 6, latency=True)
+            threads_after = thread_count(h)
+            outcomes = [g.outcomes() for g in groups]
+        finally:
+            for g in groups:
+                g.stop()
+        print("\n    %s slow; alone: %s; beside them: %s" % (self.MIX, alone, beside), end=" ")
+        for kind, o in zip(self.MIX, outcomes):
+            self.assertEqual(o.get("open"), self.MIX[kind], (kind, o))
+        self.assertEqual(beside.failures, 0, beside)
+        self.assertGreater(beside.requests, 0.5 * alone.requests,
+                           "slow clients cut the others' requests: %s vs %s" % (beside, alone))
+        self.assertLess(beside.p99, 250, beside)
+        self.assertEqual(threads_after, threads_before, "threads grew with the slow clients")

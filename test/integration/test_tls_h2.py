@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from common import (CGI_BODY, HttpdTestCase, ResponseReader, connect, curl, mpm_directives,
-                    needs_modules, request_bytes, sha256)
+                    needs_modules, request_bytes, reuseport_only, sha256)
 from fhcache_mpms import FHCACHE_SO
 from privhttpd import free_port
 from tlscert import make_certificate
@@ -303,6 +303,64 @@ class Http2(HttpdTestCase):
             for s in idle:
                 s.close()
 
+    def test_small_flow_control_windows_byte_identical(self):
+        """Windows of 1 KiB per stream and 64 KiB per connection, so the
+        server waits for the client's WINDOW_UPDATEs all the way: a 3 MiB
+        body whole (nghttp), and 200 streams at once (h2load), over TLS and
+        cleartext, with and without the cache."""
+        big = "f%d.bin" % (3 * (1 << 20) + 5)
+        window = ["-w", "10", "-W", "16"]
+        for cache in cache_variants():
+            srv = TlsServer(self, protocols="h2 h2c http/1.1", cache=cache)
+            for tls in (True, False):
+                with self.subTest(cache=cache, tls=tls):
+                    base = "%s://127.0.0.1:%d/" % (("https", srv.h.tls_port) if tls
+                                                   else ("http", srv.h.port))
+                    r = subprocess.run(["nghttp"] + window + [base + big],
+                                       capture_output=True, timeout=120)
+                    self.assertEqual(r.returncode, 0, r.stderr[-800:])
+                    self.assertEqual(sha256(r.stdout), sha256(FILES[big]))
+                    line, out = self._h2load(base + "f100001.bin", 200, 4, 10, extra=window)
+                    self.assertIn("200 succeeded, 0 failed, 0 errored", line, out[-800:])
+
+    @reuseport_only     # stock mpm_event runs out of workers here
+    def test_stalled_readers_do_not_stop_other_clients(self):
+        """20 HTTP/2 connections each start a 3 MiB download and then read
+        nothing (their windows stay open, the socket fills): more than the
+        server's threads and H2 workers.  A new client is answered at once
+        and the threads stay as they were."""
+        srv = TlsServer(self, threads=4, protocols="h2 h2c http/1.1",
+                        extra="H2MinWorkers 2\nH2MaxWorkers 2\nTimeout 30\n")
+        h = srv.h
+        big = "f%d.bin" % (3 * (1 << 20) + 5)
+        self.assertEqual(curl("--http2-prior-knowledge", h.url("/f1.bin")).stdout, FILES["f1.bin"])
+        before = threads_of(h)
+        stalled = []
+        try:
+            for i in range(20):
+                s = srv.tls_socket(alpn=["h2"]) if i % 2 else connect(h.host, h.port)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.sendall(H2_PREFACE + h2_get_frame(1, "a.test" if i % 2 else h.host,
+                                                    "/" + big, tls=bool(i % 2)))
+                stalled.append(s)
+            # every stalled connection has its response under way
+            time.sleep(1.0)
+            t0 = time.monotonic()
+            r = curl("-k", "--http2", "-w", "\n%{http_version}", *srv.resolve(),
+                     srv.url("/f500.bin"), timeout=10)
+            took = time.monotonic() - t0
+            self.assertEqual(r.stdout, FILES["f500.bin"] + b"\n2", r.stderr)
+            self.assertLess(took, 2, "a new client waited %.1fs" % took)
+            self.assertEqual(threads_of(h), before, "threads grew with stalled h2 readers")
+            # and the stalled ones were really being answered: 200 and DATA
+            frames = h2_frames(stalled[0], 32768)
+            self.assertIn((1, 1), [(t, sid) for t, sid, _ in frames], frames[:6])
+            self.assertIn(b"\x88", [p[:1] for t, sid, p in frames if t == 1 and sid == 1])
+            self.assertIn((0, 1), [(t, sid) for t, sid, _ in frames], frames[:6])
+        finally:
+            for s in stalled:
+                s.close()
+
     def _downloads_across(self, action):
         """Four slow HTTP/2 downloads on one connection; action(h) while they
         run: each finishes whole."""
@@ -340,6 +398,36 @@ class Http2(HttpdTestCase):
         h = self._downloads_across(graceful_stop)
         self.wait_gone([h.pid], 20, "the parent after its graceful stop")
         h.pid = None    # gone as asked: not a crash
+
+
+def h2_get_frame(stream, host, path, tls):
+    """A HEADERS frame (END_STREAM|END_HEADERS) for GET path: HPACK literal
+    fields without indexing, so no encoder is needed."""
+    def field(name, value):
+        name, value = name.encode(), value.encode()
+        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    block = (field(":method", "GET") + field(":scheme", "https" if tls else "http")
+             + field(":path", path) + field(":authority", host))
+    return (len(block).to_bytes(3, "big") + b"\x01\x05" + stream.to_bytes(4, "big")
+            + block)
+
+
+def h2_frames(sock, want):
+    """(type, stream, payload) of the frames in the first `want` bytes read."""
+    sock.settimeout(10)
+    buf = b""
+    while len(buf) < want:
+        more = sock.recv(want - len(buf))
+        if not more:
+            break
+        buf += more
+    out, pos = [], 0
+    while pos + 9 <= len(buf):
+        n = int.from_bytes(buf[pos:pos + 3], "big")
+        sid = int.from_bytes(buf[pos + 5:pos + 9], "big") & 0x7FFFFFFF
+        out.append((buf[pos + 3], sid, buf[pos + 9:pos + 9 + n]))
+        pos += 9 + n
+    return out
 
 
 def _accepts(host, port):

@@ -10,7 +10,9 @@ background thread, so the caller can load the server meanwhile:
              read the answer
   handshake  send a TLS ClientHello and nothing after it
   readers    ask for `path` with a small receive buffer, then read one byte
-             every `interval` seconds
+             every `interval` seconds (a plain socket: nothing reads ahead;
+             one ticker reads them all, so 5,000 readers cost the client
+             little CPU beside the load it measures)
   silent     connect and send nothing
 
 `finish_after=k` makes "headers" clients end their head after k extra lines
@@ -67,6 +69,7 @@ class SlowClients:
         self._thread = None
         self._stop = None
         self._all_connected = threading.Event()
+        self._readers = {}      # i -> [socket, first bytes read]
 
     # ---- control ---------------------------------------------------------
     def start(self):
@@ -118,26 +121,70 @@ class SlowClients:
     async def _main(self):
         self._stop = asyncio.Event()
         opened = [asyncio.Event() for _ in range(self.count)]
-        tasks = [asyncio.ensure_future(self._one(i, opened[i])) for i in range(self.count)]
+        one = self._one_reader if self.kind == "readers" else self._one
+        tasks = [asyncio.ensure_future(one(i, opened[i])) for i in range(self.count)]
+        if self.kind == "readers":
+            tasks.append(asyncio.ensure_future(self._tick_readers()))
         await asyncio.gather(*(e.wait() for e in opened))
         self._all_connected.set()
         await self._stop.wait()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for sock, _ in self._readers.values():
+            sock.close()
 
     async def _open(self):
-        if self.kind != "readers":
-            return await asyncio.open_connection(self.host, self.port)
+        return await asyncio.open_connection(self.host, self.port)
+
+    # ---- readers: plain sockets, one ticker ---------------------------------
+    async def _one_reader(self, i, opened):
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.setblocking(False)
         try:
-            await asyncio.get_running_loop().sock_connect(s, (self.host, self.port))
-        except OSError:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(
+                s, (self.host, self.port)), self.connect_timeout)
+            s.send(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+                self.path.encode(), self.host.encode()))
+        except (OSError, asyncio.TimeoutError) as e:
             s.close()
-            raise
-        return await asyncio.open_connection(sock=s, limit=1 << 16)
+            self.results[i] = "refused" if isinstance(e, ConnectionRefusedError) \
+                else "error: %s" % type(e).__name__
+            opened.set()
+            return
+        self.connected += 1
+        self.results[i] = "open"
+        self._readers[i] = [s, b""]
+        opened.set()
+
+    async def _tick_readers(self):
+        while await self._pause():
+            for i, entry in list(self._readers.items()):
+                if not self._read_byte(i, entry):
+                    entry[0].close()
+                    del self._readers[i]
+
+    def _read_byte(self, i, entry):
+        """One byte from reader i; False once its connection is over.  The
+        status is recorded as it comes ("reading NNN"), the end too."""
+        try:
+            more = entry[0].recv(1)
+        except BlockingIOError:
+            return True
+        except OSError as e:
+            self.results[i] = "error: %s" % type(e).__name__
+            return False
+        if not more:
+            self.results[i] = "closed" if b"\r\n" not in entry[1] else "read to end"
+            return False
+        if len(entry[1]) < 64:
+            entry[1] += more
+            if entry[1].endswith(b"\r\n") and entry[1].count(b"\r\n") == 1:
+                parts = entry[1].split()
+                self.results[i] = "reading %s" % (
+                    parts[1].decode() if len(parts) > 1 else "?")
+        return True
 
     async def _one(self, i, opened):
         try:
@@ -150,8 +197,7 @@ class SlowClients:
         self.connected += 1
         self.results[i] = "open"
         opened.set()
-        reader = asyncio.ensure_future(self._read_answer(i, r)
-                                       if self.kind != "readers" else self._trickle(i, r))
+        reader = asyncio.ensure_future(self._read_answer(i, r))
         try:
             await self._send(i, w)      # returns once stop() was called
         except (OSError, asyncio.CancelledError):
@@ -177,27 +223,6 @@ class SlowClients:
         parts = data.split(b"\r\n", 1)[0].split()
         self.results[i] = "answered %s" % (parts[1].decode() if len(parts) > 1 else "?")
 
-    async def _trickle(self, i, r):
-        """Read one byte an interval; the status line is recorded as it
-        comes, the end too."""
-        data = b""
-        try:
-            while True:
-                more = await r.read(1)
-                if not more:
-                    self.results[i] = "closed" if b"\r\n" not in data else "read to end"
-                    return
-                if len(data) < 64:
-                    data += more
-                    if data.endswith(b"\r\n") and data.count(b"\r\n") == 1:
-                        parts = data.split()
-                        self.results[i] = "reading %s" % (
-                            parts[1].decode() if len(parts) > 1 else "?")
-                if not await self._pause():
-                    return
-        except OSError as e:
-            self.results[i] = "error: %s" % type(e).__name__
-
     async def _pause(self):
         try:
             await asyncio.wait_for(self._stop.wait(), self.interval)
@@ -208,10 +233,6 @@ class SlowClients:
     async def _send(self, i, w):
         host = b"Host: %s\r\n" % self.host.encode()
         if self.kind == "silent":
-            await self._stop.wait()
-        elif self.kind == "readers":
-            w.write(b"GET %s HTTP/1.1\r\n" % self.path.encode() + host + b"\r\n")
-            await w.drain()
             await self._stop.wait()
         elif self.kind == "handshake":
             w.write(client_hello())

@@ -114,6 +114,10 @@ class CacheChecks:
         """TransmitFile (EnableSendfile On) and mmap (Off) over the one
         cached overlapped handle, 50 clients at once."""
         for path in ("/big.bin", "/nosendfile/big.bin"):
+            # One request fills the entry first: 50 clients arriving at a
+            # cold entry all miss (each opens the file), which left too few
+            # hits to count on a slow Wine (CI: 56 of 100).
+            self.assertEqual(self.body(path), self.big, path)
             before = int(self.fhc()["Hits"])
             got = fetch_all(self.h, path, clients=50, rounds=2)
             self.assertEqual(len(got), 100, path)
@@ -122,7 +126,7 @@ class CacheChecks:
             st = self.fhc()
             # Most requests came from the cache (on Windows its handle is
             # re-opened every FHCacheRevalidate s: a few misses then).
-            self.assertGreaterEqual(int(st["Hits"]) - before, 60, (path, st))
+            self.assertGreaterEqual(int(st["Hits"]) - before, 80, (path, st))
             self.assertGreaterEqual(int(st["OpenDescriptors"]), 1, st)
 
     def test_without_mmap_core_serves_the_body(self):
