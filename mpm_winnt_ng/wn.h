@@ -179,6 +179,9 @@ wn_ctx *wn_ctx_get(wn_listener *l);           /* a free context or a new one */
 void wn_ctx_put(wn_ctx *ctx);                 /* back on its listener's stack */
 void wn_ctx_drop_socket(wn_ctx *ctx);         /* close s */
 SOCKET wn_ctx_new_socket(wn_listener *l);     /* overlapped, not inheritable */
+/* Keeps a socket out of child processes (CGI, piped logs); 0 if Windows
+ * refused (logged once): a connection's socket is then not served. */
+int wn_no_inherit(SOCKET s);
 
 /* ---- listeners and accepting (wn_accept.c) ---- */
 typedef enum { WN_ACCF_CONNECT, WN_ACCF_NONE } wn_accf;

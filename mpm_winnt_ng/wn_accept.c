@@ -223,8 +223,15 @@ static DWORD WINAPI accept_thread(void *arg)
 {
     wn_listener *l = arg;
     u_long on = 1;
+    static volatile LONG log_blocking;
 
-    ioctlsocket(l->s, FIONBIO, &on);
+    /* Non-blocking, so a client gone between select() and accept() does
+     * not stop this thread; without it, that case waits for the next. */
+    if (ioctlsocket(l->s, FIONBIO, &on) != 0)
+        wn_log_once(&log_blocking, APLOG_WARNING, apr_get_netos_error(),
+                    WN_TAG "cannot make the listener on %pI non-blocking for "
+                    "the accept() fallback; going on (logged once)",
+                    l->lr->bind_addr);
     while (!l->stopping) {
         fd_set rs;
         struct timeval tv = { 0, 250000 };
@@ -256,7 +263,11 @@ static DWORD WINAPI accept_thread(void *arg)
             Sleep(100);
             continue;
         }
-        SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0);
+        if (!wn_no_inherit(s)) {
+            closesocket(s);
+            wn_ctx_put(ctx);
+            continue;
+        }
         InterlockedIncrement64(&wn_stats.sockets_created);
         getsockname(s, ctx->local, &llen);
         ctx->s = s;
@@ -284,7 +295,7 @@ apr_status_t wn_accept_setup(apr_pool_t *p)
     ap_listen_rec *lr;
     wn_listener **tail = &wn_listeners;
     int have_ext = -1;
-    const char *force = getenv("MPMNG_WN_EMULATE_ACCEPT");
+    int force = wn_conf.test_hooks & WN_HOOK_EMULATE_ACCEPT;
 
     for (lr = ap_listeners; lr; lr = lr->next) {
         wn_listener *l = apr_pcalloc(p, sizeof *l);
@@ -313,11 +324,11 @@ apr_status_t wn_accept_setup(apr_pool_t *p)
                 return apr_get_os_error();
             continue;
         }
-        /* Test hook: MPMNG_WN_EMULATE_ACCEPT=1 takes the shared-socket
+        /* Test hook (WinNTNGTestHook emulate-accept): the shared-socket
          * path even where the association would succeed (Wine). */
         /* Key 0: its operations say what they are (connection sockets
          * carry their context as the key, wn_keepalive.c). */
-        if ((force && *force == '1')
+        if (force
             || !CreateIoCompletionPort((HANDLE)l->s, wn_port, 0, 0))
             l->emulated = 1;
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf, WN_TAG

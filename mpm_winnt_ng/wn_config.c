@@ -15,6 +15,7 @@ wn_fixed wn_first;            /* zeros until the first start-up */
 
 void wn_config_pre(void)
 {
+    wn_conf.test_hooks = 0;
     wn_conf.threads_per_child = WN_UNSET;
     wn_conf.thread_limit = WN_UNSET;
     wn_conf.accepts = WN_UNSET;
@@ -78,6 +79,22 @@ static const char *set_reuse(cmd_parms *cmd, void *d, const char *arg)
     return NULL;
 }
 
+/* For the test suite only: takes paths a production server takes only when
+ * Windows refuses something (docs/mod_mpm_winnt_ng.md). */
+static const char *set_test_hook(cmd_parms *cmd, void *d, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    int hook;
+
+    if (err)
+        return err;
+    if (!(hook = wn_parse_test_hook(arg)))
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of emulate-accept, "
+                            "keepalive-in-thread", cmd->cmd->name, arg);
+    wn_conf.test_hooks |= hook;
+    return NULL;
+}
+
 const command_rec wn_commands[] = {
     LISTEN_COMMANDS,
     AP_GRACEFUL_SHUTDOWN_TIMEOUT_COMMAND,
@@ -92,6 +109,8 @@ const command_rec wn_commands[] = {
                   "disconnectex or off"),
     AP_INIT_TAKE1("ChildProcesses", set_children, NULL, RSRC_CONF,
                   "Child processes accepting in parallel (1-16)"),
+    AP_INIT_ITERATE("WinNTNGTestHook", set_test_hook, NULL, RSRC_CONF,
+                    "For tests only: emulate-accept, keepalive-in-thread"),
     { NULL }
 };
 

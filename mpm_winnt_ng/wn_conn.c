@@ -29,15 +29,26 @@ void wn_conn_set_worker(int index)
  * none, before httpd reads or writes (until then they bound a blocking
  * call in another module's pre_connection, which Timeout bounds anyway).
  * Each option set is a wineserver round trip under Wine. */
-static void prepare_socket(wn_ctx *ctx)
+static int prepare_socket(wn_ctx *ctx)
 {
+    static volatile LONG log_blocking;
     apr_os_sock_info_t info;
+    int ok = 1;
 
     if (ctx->nonblocking) {
         u_long off = 0;
 
-        ioctlsocket(ctx->s, FIONBIO, &off);
-        ctx->nonblocking = 0;
+        /* APR reads it as a blocking socket with a timeout: one left
+         * non-blocking would fail its reads, so it is not served. */
+        if (ioctlsocket(ctx->s, FIONBIO, &off) != 0) {
+            wn_log_once(&log_blocking, APLOG_ERR, apr_get_netos_error(),
+                        WN_TAG "cannot make an accepted socket blocking "
+                        "again (ioctlsocket); such connections are closed "
+                        "(logged once)");
+            ok = 0;
+        }
+        else
+            ctx->nonblocking = 0;
     }
     info.os_sock = &ctx->s;
     info.local = ctx->local;
@@ -47,6 +58,7 @@ static void prepare_socket(wn_ctx *ctx)
     info.protocol = IPPROTO_TCP;
     ctx->sock = NULL;
     apr_os_sock_make(&ctx->sock, &info, ctx->ptrans);
+    return ok;
 }
 
 /* The conn_rec's apr_thread_t is made once per connection and pointed at
@@ -65,9 +77,9 @@ static int open_connection(wn_ctx *ctx)
 {
     apr_bucket_alloc_t *ba;
     conn_rec *c;
-    int rv;
+    int rv, usable;
 
-    prepare_socket(ctx);
+    usable = prepare_socket(ctx);
     ba = apr_bucket_alloc_create(ctx->ptrans);
     ap_create_sb_handle(&ctx->sbh, ctx->ptrans, wn_slot, my_index);
     c = ap_run_create_connection(ctx->ptrans, ap_server_conf, ctx->sock,
@@ -88,7 +100,7 @@ static int open_connection(wn_ctx *ctx)
     attach_thread(ctx);
     ap_update_vhost_given_ip(c);
     rv = ap_pre_connection(c, ctx->sock);
-    if (rv != OK && rv != DONE)
+    if ((rv != OK && rv != DONE) || !usable)
         ctx->cs.state = CONN_STATE_LINGER;
     return 1;
 }

@@ -15,9 +15,26 @@ SOCKET wn_ctx_new_socket(wn_listener *l)
     if (s == INVALID_SOCKET)
         return s;
     /* Never inherited by CGI or piped-log children. */
-    SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0);
+    if (!wn_no_inherit(s)) {
+        closesocket(s);
+        return INVALID_SOCKET;
+    }
     InterlockedIncrement64(&wn_stats.sockets_created);
     return s;
+}
+
+int wn_no_inherit(SOCKET s)
+{
+    static volatile LONG logged;
+
+    if (SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0))
+        return 1;
+    wn_log_once(&logged, APLOG_ERR, apr_get_os_error(), WN_TAG
+                "SetHandleInformation cannot keep a socket out of child "
+                "processes (CGI): connection sockets are closed instead of "
+                "served, listeners kept; check the system's handle limits "
+                "(logged once)");
+    return 0;
 }
 
 static wn_ctx *ctx_create(wn_listener *l)

@@ -159,7 +159,7 @@ void wn_handoff_read_listeners(server_rec *s)
                          "from the parent; exiting", w.addr);
             exit(APEXIT_CHILDINIT);
         }
-        SetHandleInformation((HANDLE)sd, HANDLE_FLAG_INHERIT, 0);
+        wn_no_inherit(sd);
         /* Listen made a placeholder socket while reading the config. */
         if (lr->sd && apr_os_sock_get(&old, lr->sd) == APR_SUCCESS
             && old != INVALID_SOCKET)

@@ -45,17 +45,11 @@ static void unlink_ctx(wn_ctx *ctx)
     ctx->ka_linked = 0;
 }
 
-/* Test hook: MPMNG_WN_KEEPALIVE_IN_THREAD=1 takes the fallback, a worker
+/* Test hook (WinNTNGTestHook keepalive-in-thread): the fallback, a worker
  * waiting for the next request as stock does. */
 static int in_thread(void)
 {
-    static int hook = -1;
-
-    if (hook < 0) {
-        const char *v = getenv("MPMNG_WN_KEEPALIVE_IN_THREAD");
-        hook = v && *v == '1';
-    }
-    return hook;
+    return wn_conf.test_hooks & WN_HOOK_KEEPALIVE_IN_THREAD;
 }
 
 static int associate(wn_ctx *ctx)

@@ -186,7 +186,7 @@ static int wn_open_logs(apr_pool_t *p, apr_pool_t *plog, apr_pool_t *ptemp,
     for (lr = ap_listeners; lr; lr = lr->next) {
         apr_os_sock_t sd;
         if (lr->sd && apr_os_sock_get(&sd, lr->sd) == APR_SUCCESS)
-            SetHandleInformation((HANDLE)sd, HANDLE_FLAG_INHERIT, 0);
+            wn_no_inherit(sd);
     }
     return OK;
 }

@@ -365,11 +365,31 @@ static int tick(void)
     return 0;
 }
 
+/* Starting the first children: a failed start is tried again a few times
+ * before the server gives up (CreateProcess can fail for a moment: seen
+ * under Wine as OS error 1359); later, tick() keeps trying. */
+#define WN_FIRST_FILL_TRIES 3
+static int first_fill(void)
+{
+    int i;
+
+    for (i = 0; i < WN_FIRST_FILL_TRIES; i++) {
+        if (fill() == 0 || count_serving() > 0)
+            return 0;
+        if (i + 1 < WN_FIRST_FILL_TRIES) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, WN_TAG
+                         "no child started; trying again in 500 ms");
+            Sleep(500);
+        }
+    }
+    return -1;
+}
+
 int wn_parent_run(server_rec *s)
 {
     ap_scoreboard_image->global->running_generation = wn_generation;
     replace_old_generation();
-    if (fill() != 0 && count_serving() == 0) {
+    if (first_fill() != 0) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, WN_TAG
                      "no child could be started; shutting down");
         stop_all();

@@ -32,6 +32,15 @@ static int same_word(const char *a, const char *b)
     return *a == '\0' && *b == '\0';
 }
 
+int wn_parse_test_hook(const char *arg)
+{
+    if (same_word(arg, "emulate-accept"))
+        return WN_HOOK_EMULATE_ACCEPT;
+    if (same_word(arg, "keepalive-in-thread"))
+        return WN_HOOK_KEEPALIVE_IN_THREAD;
+    return 0;
+}
+
 static const char *const reuse_names[] = {
     "auto", "transmitfile", "disconnectex", "off"
 };

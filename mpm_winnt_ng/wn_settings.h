@@ -34,12 +34,18 @@ typedef enum {
     WN_REUSE_OFF              /* close every socket (stock behaviour) */
 } wn_reuse_mode;
 
+/* WinNTNGTestHook: paths the test suite takes on purpose (never needed
+ * in production; documented as test-only). */
+#define WN_HOOK_EMULATE_ACCEPT 1        /* the shared-listener accept path */
+#define WN_HOOK_KEEPALIVE_IN_THREAD 2   /* keep-alive waits in a worker */
+
 typedef struct wn_settings {
     int threads_per_child;    /* WN_UNSET or the directive's value */
     int thread_limit;
     int accepts;              /* AcceptExPending */
     int reuse;                /* wn_reuse_mode, WN_UNSET: auto */
     int children;             /* ChildProcesses */
+    int test_hooks;           /* WN_HOOK_* bits */
 } wn_settings;
 
 typedef struct wn_limits {
@@ -71,6 +77,10 @@ int wn_parse_int(const char *arg, int min, int max, int *out);
  * -1 for anything else. */
 int wn_parse_reuse(const char *arg, wn_reuse_mode *out);
 const char *wn_reuse_name(wn_reuse_mode mode);
+
+/* "emulate-accept" or "keepalive-in-thread" (any case): the WN_HOOK_* bit,
+ * or 0 for anything else. */
+int wn_parse_test_hook(const char *arg);
 
 /* Resolves settings into limits.  first holds what the scoreboard was
  * sized with (zeros at first start-up): ThreadLimit cannot change on a

@@ -10,7 +10,7 @@
 
 static wn_settings unset(void)
 {
-    wn_settings s = { WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET };
+    wn_settings s = { WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET, WN_UNSET, 0 };
     return s;
 }
 
@@ -42,6 +42,16 @@ START_TEST(garbage_and_out_of_range_are_told_apart)
     ck_assert_int_eq(wn_parse_int("-3", 1, 100, &v), -2);
     ck_assert_int_eq(wn_parse_int("99999999999999999999", 1, 100, &v), -2);
     ck_assert_int_eq(v, 5);               /* untouched on error */
+}
+END_TEST
+
+START_TEST(test_hooks_parse_by_name)
+{
+    ck_assert_int_eq(wn_parse_test_hook("emulate-accept"), WN_HOOK_EMULATE_ACCEPT);
+    ck_assert_int_eq(wn_parse_test_hook("KeepAlive-In-Thread"),
+                     WN_HOOK_KEEPALIVE_IN_THREAD);
+    ck_assert_int_eq(wn_parse_test_hook("emulate"), 0);
+    ck_assert_int_eq(wn_parse_test_hook(""), 0);
 }
 END_TEST
 
@@ -279,6 +289,7 @@ static Suite *suite(void)
     tcase_add_test(tc, whole_numbers_in_range_parse);
     tcase_add_test(tc, garbage_and_out_of_range_are_told_apart);
     tcase_add_test(tc, reuse_modes_parse_in_any_case);
+    tcase_add_test(tc, test_hooks_parse_by_name);
     tcase_add_test(tc, defaults_are_stock_mpm_winnt_s);
     tcase_add_test(tc, threads_above_the_limit_fail_naming_both);
     tcase_add_test(tc, thread_limit_is_kept_over_a_restart);

@@ -256,8 +256,7 @@ class Recycling(unittest.TestCase):
     def test_shared_listener_path_by_event_wait(self):
         # What a second child on real Windows takes: the listener belongs
         # to another process's completion port.
-        reqs, bad, st, log, out = self.run_load(
-            "", env={"MPMNG_WN_EMULATE_ACCEPT": "1"})
+        reqs, bad, st, log, out = self.run_load("WinNTNGTestHook emulate-accept")
         self.assertEqual(bad, 0, out)
         self.assertEqual(st["WinNTNGListenersEmulated"], "1")
         self.assertGreater(reqs, 50, out)
@@ -346,10 +345,10 @@ class KeepAliveWaits(unittest.TestCase):
             h.stop()
 
     def test_fallback_waits_in_the_thread(self):
-        # MPMNG_WN_KEEPALIVE_IN_THREAD=1: the path taken when the zero-byte
-        # receive cannot be posted; keep-alive must still work.
-        h = WinHttpd(threads=5, extra="KeepAliveTimeout 10",
-                     env={"MPMNG_WN_KEEPALIVE_IN_THREAD": "1"})
+        # WinNTNGTestHook keepalive-in-thread: the path taken when the
+        # zero-byte receive cannot be posted; keep-alive must still work.
+        h = WinHttpd(threads=5, extra="KeepAliveTimeout 10\n"
+                     "WinNTNGTestHook keepalive-in-thread")
         h.put("small.txt", b"z" * 200)
         h.start()
         socks = []
