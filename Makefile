@@ -40,7 +40,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit fuzz integration regress deps demo demo-stop install \
-        uninstall bench clean win win-check win-bench deb intree FORCE
+        uninstall bench clean win win-check win-bench deb intree soak FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -103,6 +103,18 @@ fuzz:
 
 integration: all
 	python3 test/run_integration.py
+
+# 30 minutes of mixed load (keep-alive, new connections, TLS, HTTP/2, CGI,
+# a proxied backend, uploads, 1 MiB downloads) with a graceful restart every
+# 60 s, a rename-over deploy every 5 s and children killed now and then
+# (test/soak/soak.py; results in out/soak/<time>/).  make check runs 3
+# minutes of it.  SOAK_SECONDS=N for another length.  soak.png needs gnuplot
+# (gnuplot-nox, in build/packages/bench.txt); without it the plot is skipped.
+SOAK_SECONDS ?= 1800
+soak:
+	@build/deps.sh base test
+	@$(MAKE) --no-print-directory all
+	python3 test/soak/soak.py --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 
 regress: all
 	test/regress/run.sh event reuseport --with-fhcache

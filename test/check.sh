@@ -71,6 +71,16 @@ count_plain "$LOG/demo.log" || add 0 1
 stage integration python3 test/run_integration.py
 count_plain "$LOG/integration.log" || add 0 1
 
+# Three minutes of the soak (`make soak`: 30): mixed load with graceful
+# restarts, deploys and a killed child; its targets are its checks.  Two
+# generations to compare in 3 minutes: samples every second (not 2 s) keep
+# the descriptor count's noise well inside the 5% growth bound.
+# CGI by mod_cgi here: under mpm_reuseport with 2+ Listen addresses and
+# 2+ buckets, mod_cgid hands its scripts no request body (found by the
+# soak, not fixed yet; `make soak SOAK_ARGS="--cgi cgi"` until then).
+stage soak python3 test/soak/soak.py --seconds 180 --sample-every 1 --cgi cgi
+count_plain "$LOG/soak.log" || add 0 1
+
 if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
     echo "=== regress: skipped (MPMNG_SKIP_REGRESS=1)"
 else
