@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 const char *rp_listen_note;
 
@@ -327,8 +329,18 @@ static int set_nonblocking(apr_pool_t *p)
  * from the parent (mod_cgid's daemon, ...), does not know our extra bucket
  * sockets.  Such a process would hold them open: a socket we close (fewer
  * buckets, graceful stop) would keep accepting into a queue nobody serves.
- * So every fork of the parent other than our own children closes them. */
-static int *dup_fds;
+ * So every fork of the parent other than our own children lets them go,
+ * each only if its number is still that socket (device and inode).  The
+ * number is not closed but pointed at /dev/null: APR still holds it for
+ * the socket and closes it before an exec (its child cleanup), so a number
+ * freed here and reused (mod_cgid's daemon put a script's request body on
+ * a pipe under it) would lose that pipe in the script it starts. */
+typedef struct {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+} rp_dup_fd;
+static rp_dup_fd *dup_fds;
 static int dup_fd_count;
 static volatile int forking_own_child;
 static int fork_from_parent;
@@ -339,14 +351,25 @@ static void before_fork(void)
     fork_from_parent = getpid() == parent_pid && !forking_own_child;
 }
 
+static int still_that_socket(const rp_dup_fd *d)
+{
+    struct stat st;
+
+    return fstat(d->fd, &st) == 0 && st.st_dev == d->dev && st.st_ino == d->ino;
+}
+
 static void in_forked_child(void)
 {
-    int i;
+    int i, null_fd;
 
-    if (fork_from_parent) {
+    if (fork_from_parent && dup_fd_count
+        && (null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
         for (i = 0; i < dup_fd_count; i++) {
-            close(dup_fds[i]);
+            if (still_that_socket(&dup_fds[i])) {
+                (void)dup3(null_fd, dup_fds[i].fd, O_CLOEXEC);
+            }
         }
+        close(null_fd);
     }
     fork_from_parent = 0;
 }
@@ -360,11 +383,18 @@ static void remember_dup_fds(apr_pool_t *pconf)
     for (d = rp_state->dups; d; d = d->next) {
         n += d->count;
     }
-    dup_fds = apr_palloc(pconf, (n ? n : 1) * sizeof(int));
+    dup_fds = apr_palloc(pconf, (n ? n : 1) * sizeof(*dup_fds));
     dup_fd_count = 0;
     for (d = rp_state->dups; d; d = d->next) {
         for (i = 0; i < d->count; i++) {
-            apr_os_sock_get(&dup_fds[dup_fd_count++], d->socks[i]);
+            rp_dup_fd *r = &dup_fds[dup_fd_count];
+            struct stat st;
+            if (apr_os_sock_get(&r->fd, d->socks[i]) == APR_SUCCESS
+                && fstat(r->fd, &st) == 0) {
+                r->dev = st.st_dev;
+                r->ino = st.st_ino;
+                dup_fd_count++;
+            }
         }
     }
     parent_pid = getpid();

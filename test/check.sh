@@ -75,9 +75,9 @@ count_plain "$LOG/integration.log" || add 0 1
 # restarts, deploys and a killed child; its targets are its checks.  Two
 # generations to compare in 3 minutes: samples every second (not 2 s) keep
 # the descriptor count's noise well inside the 5% growth bound.
-# CGI by mod_cgi here: under mpm_reuseport with 2+ Listen addresses and
-# 2+ buckets, mod_cgid hands its scripts no request body (found by the
-# soak, not fixed yet; `make soak SOAK_ARGS="--cgi cgi"` until then).
+# CGI by mod_cgi here, by mod_cgid in `make soak` (the soak found mod_cgid's
+# scripts without request bodies under 2+ Listen x 2+ buckets, now fixed
+# and tested in test_security.py ForkHygiene).
 stage soak python3 test/soak/soak.py --seconds 180 --sample-every 1 --cgi cgi
 count_plain "$LOG/soak.log" || add 0 1
 

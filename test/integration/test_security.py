@@ -2,10 +2,12 @@
 as root; no listening socket or other server descriptor leaks into CGIs."""
 import os
 import re
+import tempfile
 import unittest
 
-from common import (CGI_FDS, HttpdTestCase, curl, mpm_directives, proc_ids,
-                    www_data_ids)
+from common import (CGI_BODY, CGI_FDS, HttpdTestCase, curl, mpm_directives, proc_ids,
+                    reuseport_only, sha256, www_data_ids)
+from privhttpd import free_port
 
 
 def proc_groups(pid):
@@ -48,6 +50,31 @@ class DescriptorLeaks(HttpdTestCase):
             self.assertTrue({0, 1, 2} <= set(fds), text)
             extra = {fd: t for fd, t in fds.items() if fd not in (0, 1, 2)}
             self.assertEqual(extra, {}, "descriptors leaked into the CGI: %s" % extra)
+
+
+@reuseport_only
+class ForkHygiene(HttpdTestCase):
+    def test_cgi_gets_request_bodies_with_several_listeners_and_buckets(self):
+        """mod_cgid's daemon is forked from the parent, which lets go of the
+        extra buckets' sockets there.  They were closed, freeing their
+        numbers, while APR still closed those numbers before each script's
+        exec: a body arriving on a pipe that took such a number was lost
+        (the script read nothing; 2 Listen addresses x 2 buckets)."""
+        h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=8,
+                                      max_workers=32, min_spare=8, max_spare=32),
+                       start=False, cgi={"sum.py": CGI_BODY})
+        h.listen.append("127.0.0.1:%d" % free_port())
+        h.start()
+        body = os.urandom(100000)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(body)
+            f.flush()
+            for attempt in range(6):   # new connections: both buckets
+                p = curl("-H", "Connection: close", "--data-binary", "@" + f.name,
+                         h.url("/cgi-bin/sum.py"))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn(("length=%d\nsha256=%s" % (len(body), sha256(body))).encode(),
+                              p.stdout, "attempt %d" % attempt)
 
 
 if __name__ == "__main__":

@@ -272,6 +272,17 @@ class Http2(HttpdTestCase):
                              srv.url("/cgi-bin/sum.cgi", tls))
                     self.assertIn(b"sha256=" + sha256(data).encode(), r.stdout, r.stderr)
 
+    def _new_client_served_at_once(self, srv, threads_before, beside):
+        """A new HTTP/2 client gets the 500 B file within 2 s, and the
+        server has the threads it had before the `beside` connections."""
+        t0 = time.monotonic()
+        r = curl("-k", "--http2", "-w", "\n%{http_version}", *srv.resolve(),
+                 srv.url("/f500.bin"), timeout=10)
+        took = time.monotonic() - t0
+        self.assertEqual(r.stdout, FILES["f500.bin"] + b"\n2", r.stderr)
+        self.assertLess(took, 2, "a new client waited %.1fs" % took)
+        self.assertEqual(threads_of(srv.h), threads_before, "threads grew with " + beside)
+
     def test_idle_connections_hold_no_thread(self):
         """Many more idle HTTP/2 connections (TLS and cleartext, each after
         a request) than threads: the threads stay as they were and a new
@@ -292,13 +303,7 @@ class Http2(HttpdTestCase):
                 s.sendall(H2_PREFACE)
                 self.assertTrue(s.recv(9), "no SETTINGS from the server")  # it speaks h2
                 idle.append(s)
-            t0 = time.monotonic()
-            r = curl("-k", "--http2", "-w", "\n%{http_version}", *srv.resolve(),
-                     srv.url("/f500.bin"), timeout=10)
-            took = time.monotonic() - t0
-            self.assertEqual(r.stdout, FILES["f500.bin"] + b"\n2", r.stderr)
-            self.assertLess(took, 2, "a new client waited %.1fs" % took)
-            self.assertEqual(threads_of(h), before, "threads grew with idle h2 connections")
+            self._new_client_served_at_once(srv, before, "idle h2 connections")
         finally:
             for s in idle:
                 s.close()
@@ -345,13 +350,7 @@ class Http2(HttpdTestCase):
                 stalled.append(s)
             # every stalled connection has its response under way
             time.sleep(1.0)
-            t0 = time.monotonic()
-            r = curl("-k", "--http2", "-w", "\n%{http_version}", *srv.resolve(),
-                     srv.url("/f500.bin"), timeout=10)
-            took = time.monotonic() - t0
-            self.assertEqual(r.stdout, FILES["f500.bin"] + b"\n2", r.stderr)
-            self.assertLess(took, 2, "a new client waited %.1fs" % took)
-            self.assertEqual(threads_of(h), before, "threads grew with stalled h2 readers")
+            self._new_client_served_at_once(srv, before, "stalled h2 readers")
             # and the stalled ones were really being answered: 200 and DATA
             frames = h2_frames(stalled[0], 32768)
             self.assertIn((1, 1), [(t, sid) for t, sid, _ in frames], frames[:6])

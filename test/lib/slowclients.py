@@ -137,6 +137,16 @@ class SlowClients:
     async def _open(self):
         return await asyncio.open_connection(self.host, self.port)
 
+    def _opened(self, i, opened):
+        self.connected += 1
+        self.results[i] = "open"
+        opened.set()
+
+    def _not_opened(self, i, e, opened):
+        self.results[i] = "refused" if isinstance(e, ConnectionRefusedError) \
+            else "error: %s" % type(e).__name__
+        opened.set()
+
     # ---- readers: plain sockets, one ticker ---------------------------------
     async def _one_reader(self, i, opened):
         s = socket.socket()
@@ -149,14 +159,10 @@ class SlowClients:
                 self.path.encode(), self.host.encode()))
         except (OSError, asyncio.TimeoutError) as e:
             s.close()
-            self.results[i] = "refused" if isinstance(e, ConnectionRefusedError) \
-                else "error: %s" % type(e).__name__
-            opened.set()
+            self._not_opened(i, e, opened)
             return
-        self.connected += 1
-        self.results[i] = "open"
         self._readers[i] = [s, b""]
-        opened.set()
+        self._opened(i, opened)
 
     async def _tick_readers(self):
         while await self._pause():
@@ -190,13 +196,9 @@ class SlowClients:
         try:
             r, w = await asyncio.wait_for(self._open(), self.connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
-            self.results[i] = "refused" if isinstance(e, ConnectionRefusedError) \
-                else "error: %s" % type(e).__name__
-            opened.set()
+            self._not_opened(i, e, opened)
             return
-        self.connected += 1
-        self.results[i] = "open"
-        opened.set()
+        self._opened(i, opened)
         reader = asyncio.ensure_future(self._read_answer(i, r))
         try:
             await self._send(i, w)      # returns once stop() was called
