@@ -12,6 +12,7 @@ Each server listens on a plain port (server-status, h2c) and a TLS port
 import hashlib
 import signal
 import os
+import select
 import socket
 import ssl
 import subprocess
@@ -349,7 +350,8 @@ class Http2(HttpdTestCase):
                                                     "/" + big, tls=bool(i % 2)))
                 stalled.append(s)
             # every stalled connection has its response under way
-            time.sleep(1.0)
+            self.wait_until(lambda: all(select.select([s], [], [], 0)[0] for s in stalled),
+                            10, "an answer on every stalled connection")
             self._new_client_served_at_once(srv, before, "stalled h2 readers")
             # and the stalled ones were really being answered: 200 and DATA
             frames = h2_frames(stalled[0], 32768)
