@@ -29,12 +29,17 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -pthread $(SANFLAGS) \
              -I$(HTTPD_INC) $(APR_CPPFLAGS) -Iinclude -MMD -MP
 
+# Helpers every module compiles in (common/, headers in include/; their
+# symbols are hidden, so each .so keeps its own copy).
+COMMON_SRCS := $(wildcard common/*.c)
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(OBJ)/%.o)
+
 RP_SRCS := $(wildcard mpm_reuseport/*.c)
-RP_OBJS := $(RP_SRCS:%.c=$(OBJ)/%.o)
+RP_OBJS := $(RP_SRCS:%.c=$(OBJ)/%.o) $(COMMON_OBJS)
 RP_SO   := $(OUT)/mod_mpm_reuseport.so
 
 FHC_SRCS := $(wildcard mod_fhcache/*.c)
-FHC_OBJS := $(FHC_SRCS:%.c=$(OBJ)/%.o)
+FHC_OBJS := $(FHC_SRCS:%.c=$(OBJ)/%.o) $(COMMON_OBJS)
 FHC_SO   := $(OUT)/mod_fhcache.so
 
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
@@ -60,7 +65,9 @@ $(FHC_SO): $(FHC_OBJS) $(OUT)/.variant
 	$(CC) -shared -pthread $(SANFLAGS) $(LDFLAGS) -o $@ $(FHC_OBJS)
 
 # Unit tests (Check) for the platform-neutral pieces.
-$(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o
+$(OBJ)/test/check_int: test/unit/check_int.c $(OBJ)/common/mpmng_int.o
+$(OBJ)/test/check_settings: test/unit/check_settings.c $(OBJ)/mpm_reuseport/rp_settings.o \
+    $(OBJ)/common/mpmng_int.o
 $(OBJ)/test/check_stock: test/unit/check_stock.c $(OBJ)/mpm_reuseport/rp_stock.o
 $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
 $(OBJ)/test/check_reqscan: test/unit/check_reqscan.c $(OBJ)/mpm_reuseport/rp_reqscan.o
@@ -72,13 +79,18 @@ $(OBJ)/test/check_cpumap: test/unit/check_cpumap.c $(OBJ)/mpm_reuseport/rp_cpuma
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
 $(OBJ)/test/check_tally: test/unit/check_tally.c $(OBJ)/mod_fhcache/fhc_tally.o
+# Log-once needs APR (atomics, formatting); httpd's logger is stood in for.
+$(OBJ)/test/check_once: test/unit/check_once.c $(OBJ)/common/mpmng_once.o
+$(OBJ)/test/check_once: UNIT_FLAGS = -I$(HTTPD_INC) $(APR_CPPFLAGS) \
+    $$($(APR_CONFIG) --link-ld)
 # mpm_winnt_ng's pure parts build natively too.
 $(OBJ)/test/check_wn: test/unit/check_wn.c \
-    $(OBJ)/mpm_winnt_ng/wn_settings.o $(OBJ)/mpm_winnt_ng/wn_reuse_policy.o
+    $(OBJ)/mpm_winnt_ng/wn_settings.o $(OBJ)/mpm_winnt_ng/wn_reuse_policy.o \
+    $(OBJ)/common/mpmng_int.o
 $(OBJ)/test/%:
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Impm_reuseport -Imod_fhcache -Impm_winnt_ng \
-	    -o $@ $^ \
+	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Iinclude -Impm_reuseport -Imod_fhcache -Impm_winnt_ng \
+	    -o $@ $^ $(UNIT_FLAGS) \
 	    $$(pkg-config --cflags --libs check)
 
 unit: $(UNIT_TESTS)
@@ -99,22 +111,22 @@ fuzz:
 	@test/fuzz/run.sh $(FUZZ_ARGS)
 	@$(MAKE) --no-print-directory -s SANITIZE=1 all
 	@MPMNG_FUZZ_INPUTS=$(FUZZ_NET_INPUTS) MPMNG_LD_PRELOAD="$(SAN_PRELOAD)" \
-	    python3 test/run_integration.py -k test_fuzz_input -v
+	    python3 -m mpmng_py.integration -k test_fuzz_input -v
 
 integration: all
-	python3 test/run_integration.py
+	python3 -m mpmng_py.integration
 
 # 30 minutes of mixed load (keep-alive, new connections, TLS, HTTP/2, CGI,
 # a proxied backend, uploads, 1 MiB downloads) with a graceful restart every
 # 60 s, a rename-over deploy every 5 s and children killed now and then
-# (test/soak/soak.py; results in out/soak/<time>/).  make check runs 3
+# (mpmng_py/soak/; results in out/soak/<time>/).  make check runs 3
 # minutes of it.  SOAK_SECONDS=N for another length.  soak.png needs gnuplot
 # (gnuplot-nox, in build/packages/bench.txt); without it the plot is skipped.
 SOAK_SECONDS ?= 1800
 soak:
 	@build/deps.sh base test
 	@$(MAKE) --no-print-directory all
-	python3 test/soak/soak.py --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
+	python3 -m mpmng_py.soak --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 
 regress: all
 	test/regress/run.sh event reuseport --with-fhcache
@@ -130,11 +142,11 @@ DEMO_ENV = MPMNG_OUT="$(abspath $(OUT))"
 demo:
 	@build/deps.sh demo
 	@$(MAKE) --no-print-directory all
-	@$(DEMO_ENV) python3 build/demo.py start --port "$(or $(PORT),8080)" \
+	@$(DEMO_ENV) python3 -m mpmng_py.demo start --port "$(or $(PORT),8080)" \
 	    $(if $(DOCROOT),--docroot "$(DOCROOT)")
 
 demo-stop:
-	@$(DEMO_ENV) python3 build/demo.py stop
+	@$(DEMO_ENV) python3 -m mpmng_py.demo stop
 
 install: all
 	build/install.sh "$(RP_SO)" "$(MODDIR)" "$(DESTDIR)"
@@ -145,7 +157,7 @@ uninstall:
 bench:
 	@build/deps.sh base bench
 	@$(MAKE) --no-print-directory all
-	python3 bench/run.py $(BENCH_ARGS)
+	python3 -m mpmng_py.bench $(BENCH_ARGS)
 
 # Debian packages (libapache2-mod-mpm-reuseport, libapache2-mod-fhcache)
 # into out/deb/, checked with lintian.
@@ -166,13 +178,13 @@ win:
 	build/win/build.sh
 
 win-check: win
-	python3 test/win/run.py
+	python3 -m mpmng_py.win
 
 win-bench: win
 	@build/deps.sh bench
-	python3 bench/win.py $(BENCH_ARGS)
+	python3 -m mpmng_py.bench.win $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT)
 
--include $(RP_OBJS:.o=.d) $(FHC_OBJS:.o=.d)
+-include $(sort $(RP_OBJS:.o=.d) $(FHC_OBJS:.o=.d))

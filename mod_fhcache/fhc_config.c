@@ -1,6 +1,7 @@
 /* mod_fhcache directives: parsing, validation at configuration time, and
  * the resolved limits handed to the cache core. */
 #include "fhc_module.h"
+#include "mpmng_int.h"
 
 #include "http_log.h"
 #include "apr_strings.h"
@@ -60,20 +61,6 @@ static const char *main_server_only(cmd_parms *cmd)
     return NULL;
 }
 
-/* Strict decimal in [min, max]. */
-static const char *parse_int(cmd_parms *cmd, const char *arg, long min,
-                             long max, int *out)
-{
-    char *end;
-    apr_int64_t v = apr_strtoi64(arg, &end, 10);
-    if (!*arg || *end || v < min || v > max) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a whole number from "
-                            "%ld to %ld", cmd->cmd->name, arg, min, max);
-    }
-    *out = (int)v;
-    return NULL;
-}
-
 /* Bytes with an optional K/M/G suffix. */
 static const char *parse_size(cmd_parms *cmd, const char *arg,
                               apr_off_t max, apr_off_t *out)
@@ -115,7 +102,8 @@ static const char *set_enable(cmd_parms *cmd, void *dv, int on)
 static const char *fn(cmd_parms *cmd, void *dv, const char *arg)           \
 {                                                                          \
     const char *err = main_server_only(cmd);                               \
-    return err ? err : parse_int(cmd, arg, min, max, &sconf(cmd)->field);  \
+    return err ? err : mpmng_cmd_int(cmd, arg, min, max, NULL,             \
+                                     &sconf(cmd)->field);                  \
 }
 
 INT_SETTER(set_max_entries, max_entries, 1, 1000000)
@@ -134,7 +122,8 @@ static const char *set_max_fds(cmd_parms *cmd, void *dv, const char *arg)
         sconf(cmd)->max_fds = FHC_UNSET;
         return NULL;
     }
-    return parse_int(cmd, arg, 0, 1000000, &sconf(cmd)->max_fds);
+    return mpmng_cmd_int(cmd, arg, 0, 1000000, "'auto' or ",
+                         &sconf(cmd)->max_fds);
 }
 
 static const char *set_mem_file(cmd_parms *cmd, void *dv, const char *arg)

@@ -2,9 +2,9 @@
  * decide), take its stat data from the descriptor, copy small bodies into
  * memory, and store the result unless a change was reported meanwhile. */
 #include "fhc_module.h"
+#include "mpmng_once.h"
 
 #include "http_log.h"
-#include "apr_strings.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -30,15 +30,6 @@ void fhc_payload_release(void *payload, void *ctx)
     }
     free(pl->body);
     free(pl);
-}
-
-static void log_once(fhc_child *ch, int *flag, int level, int err,
-                     const char *msg)
-{
-    if (!*flag) {
-        *flag = 1;
-        ap_log_error(APLOG_MARK, level, err, ch->s, "%s", msg);
-    }
 }
 
 /* The open file's stat data, as core's stat by name would give it. */
@@ -133,10 +124,11 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
     t = fhc_cache_begin(ch->cache, pl->path);
     fhc_unlock(ch);
     if (wrv == ENOSPC) {
-        log_once(ch, &ch->logged_watch_limit, APLOG_WARNING, wrv,
-                 apr_psprintf(r->pool, "mod_fhcache: directory watch limit "
-                 "reached; files in further directories are revalidated by "
-                 "stat instead. %s", fhc_os_hint_watch_limit));
+        mpmng_log_once(&ch->logged_watch_limit, APLOG_MARK, APLOG_WARNING,
+                       wrv, ch->s, "mod_fhcache: directory watch limit "
+                       "reached; files in further directories are "
+                       "revalidated by stat instead. %s",
+                       fhc_os_hint_watch_limit);
     }
 
     rv = t ? load(ch, r, pl) : APR_ENOMEM;
@@ -165,16 +157,17 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
     }
     fhc_unlock(ch);
     if (APR_STATUS_IS_EMFILE(rv) || APR_STATUS_IS_ENFILE(rv)) {
-        log_once(ch, &ch->logged_emfile, APLOG_WARNING, rv, apr_psprintf(
-                 r->pool, "mod_fhcache: out of file descriptors; evicted "
-                 "cached files and served uncached. %s", fhc_os_hint_handles));
+        mpmng_log_once(&ch->logged_emfile, APLOG_MARK, APLOG_WARNING, rv,
+                       ch->s, "mod_fhcache: out of file descriptors; evicted "
+                       "cached files and served uncached. %s",
+                       fhc_os_hint_handles);
     }
     if (e && ((fhc_payload *)fhc_entry_payload(e))->poll && !pl
         && !ch->fallback_all && ch->ws) {
-        log_once(ch, &ch->logged_fs, APLOG_NOTICE, 0,
-                 "mod_fhcache: some cached files are on a network or FUSE "
-                 "filesystem (or could not be watched); they are revalidated "
-                 "by stat every FHCacheRevalidate seconds");
+        mpmng_log_once(&ch->logged_fs, APLOG_MARK, APLOG_NOTICE, 0, ch->s,
+                       "mod_fhcache: some cached files are on a network or "
+                       "FUSE filesystem (or could not be watched); they are "
+                       "revalidated by stat every FHCacheRevalidate seconds");
     }
     return e;
 }

@@ -76,7 +76,7 @@ typedef struct fhc_child {
     apr_time_t published;        /* last copy into slot */
     unsigned polled;             /* live entries in poll mode */
     int fallback_all;            /* every entry is polled */
-    int logged_emfile, logged_watch_limit, logged_fs, logged_thread;
+    apr_uint32_t logged_emfile, logged_watch_limit, logged_fs; /* mpmng_once */
 } fhc_child;
 
 /* The child's cache; NULL in the parent or when the cache is off. */

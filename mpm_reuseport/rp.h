@@ -33,6 +33,7 @@
 #include "unixd.h"
 
 #include "rp_settings.h"
+#include "mpmng_once.h"
 
 #define RP_LOG_TAG "mpm_reuseport: "
 
@@ -55,7 +56,7 @@ typedef struct rp_retained {
     int first_server_limit;
     int first_thread_limit;
     int max_daemons_limit;       /* highest slot in use + 1 */
-    int maxclients_reported;
+    apr_uint32_t maxclients_reported;
     int sick_child_detected;
     int spawn_rate_size;
     int *idle_spawn_rate;        /* per bucket */

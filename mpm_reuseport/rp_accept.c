@@ -15,7 +15,7 @@ static struct {
     int listening;
     apr_time_t rest_until;      /* unwatched after an accept error */
     int paused;                 /* unwatched: more than our share */
-    int error_logged;
+    apr_uint32_t error_logged;
 } acc = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
 
 static uint64_t listener_token(int i)
@@ -231,14 +231,12 @@ static int is_transient(apr_status_t rv)
  * them again) instead of waking every idle worker for nothing. */
 static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
 {
-    if (!acc.error_logged) {
-        acc.error_logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf, RP_LOG_TAG
-                     "accept on %pI failed%s (logged once per child)",
-                     lr->bind_addr, is_resource_shortage(rv)
-                     ? ": out of descriptors or memory, raise the open-files "
-                       "limit (ulimit -n) or lower ThreadsPerChild" : "");
-    }
+    mpmng_log_once(&acc.error_logged, APLOG_MARK, APLOG_ERR, rv,
+                   ap_server_conf, RP_LOG_TAG "accept on %pI failed%s "
+                   "(logged once per child)", lr->bind_addr,
+                   is_resource_shortage(rv)
+                   ? ": out of descriptors or memory, raise the open-files "
+                     "limit (ulimit -n) or lower ThreadsPerChild" : "");
     if (watching_locked()) {
         watch_all(0);
     }

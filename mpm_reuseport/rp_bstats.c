@@ -186,13 +186,13 @@ static void watch_stuck(int b, rp_bstat *st, apr_uint64_t accepted)
     if (!st->stuck_since) {
         st->stuck_since = now;
     }
-    else if (now - st->stuck_since >= 2 && !st->stuck_logged) {
-        st->stuck_logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
-                     "bucket %d: %u connections waiting and none accepted for "
-                     "%u s: its children are stuck (a blocked module, a stopped "
-                     "process?) or all busy; see server-status", b, st->queued,
-                     now - st->stuck_since);
+    else if (now - st->stuck_since >= 2) {
+        mpmng_log_once(&st->stuck_logged, APLOG_MARK, APLOG_WARNING, 0,
+                       ap_server_conf, RP_LOG_TAG "bucket %d: %u connections "
+                       "waiting and none accepted for %u s: its children are "
+                       "stuck (a blocked module, a stopped process?) or all "
+                       "busy; see server-status", b, st->queued,
+                       now - st->stuck_since);
     }
 }
 

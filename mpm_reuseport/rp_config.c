@@ -11,21 +11,14 @@
 #define RP_RETAINED_KEY "mpm_reuseport_module"
 
 /* Directive handlers: parse strictly, store, and let check_config judge
- * combinations.  Errors name the directive (httpd prefixes the line). */
+ * combinations.  Errors name the directive and the value (mpmng_int.h;
+ * httpd prefixes the line). */
 static const char *set_count(cmd_parms *cmd, int *slot, const char *arg,
                              int min, int max)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    const char *why;
 
-    if (err) {
-        return err;
-    }
-    if ((why = rp_parse_count(arg, min, max, slot))) {
-        return apr_psprintf(cmd->pool, "%s '%s': %s", cmd->cmd->name, arg,
-                            why);
-    }
-    return NULL;
+    return err ? err : mpmng_cmd_int(cmd, arg, min, max, NULL, slot);
 }
 
 #define COUNT_SETTER(fn, field, min, max)                                    \
@@ -42,41 +35,18 @@ COUNT_SETTER(set_threads_per_child, threads_per_child, 1, RP_MAX_THREAD_LIMIT)
 COUNT_SETTER(set_max_workers, max_workers, 1, INT_MAX / 2)
 COUNT_SETTER(set_min_spare_threads, min_spare_threads, 0, INT_MAX / 2)
 COUNT_SETTER(set_max_spare_threads, max_spare_threads, 0, INT_MAX / 2)
-
-/* NULL when the parser accepted the value, else "<Directive> 'arg': why
- * (hint)"; hint_fmt takes one int. */
-static const char *rejected(cmd_parms *cmd, const char *arg, const char *why,
-                            const char *hint_fmt, int hint_arg)
-{
-    if (!why) {
-        return NULL;
-    }
-    return apr_psprintf(cmd->pool, "%s '%s': %s (%s)", cmd->cmd->name, arg,
-                        why, apr_psprintf(cmd->pool, hint_fmt, hint_arg));
-}
+COUNT_SETTER(set_per_bucket, per_bucket, 1, RP_MAX_SERVER_LIMIT)
 
 static const char *set_buckets(cmd_parms *cmd, void *dummy, const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
     (void)dummy;
-    return err ? err : rejected(cmd, arg,
-                                rp_parse_buckets(arg, &rp_conf.buckets),
-                                "use 'auto' or a count from 1 to %d",
-                                RP_MAX_BUCKETS);
-}
-
-static const char *set_per_bucket(cmd_parms *cmd, void *dummy,
-                                  const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-
-    (void)dummy;
-    return err ? err : rejected(cmd, arg,
-                                rp_parse_count(arg, 1, RP_MAX_SERVER_LIMIT,
-                                               &rp_conf.per_bucket),
-                                "use a count from 1 to %d",
-                                RP_MAX_SERVER_LIMIT);
+    return err ? err : mpmng_cmd_int_error(cmd, arg,
+                                           rp_parse_buckets(arg,
+                                                            &rp_conf.buckets),
+                                           1, RP_MAX_BUCKETS,
+                                           "'auto' or a count from ");
 }
 
 static const char *set_stuck_timeout(cmd_parms *cmd, void *dummy,
@@ -85,11 +55,11 @@ static const char *set_stuck_timeout(cmd_parms *cmd, void *dummy,
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
     (void)dummy;
-    return err ? err : rejected(cmd, arg,
-                                rp_parse_stuck_timeout(arg,
-                                                       &rp_conf.stuck_timeout),
-                                "use 'off' or milliseconds from 1 to %d",
-                                RP_MAX_STUCK_TIMEOUT);
+    return err ? err : mpmng_cmd_int_error(cmd, arg,
+                                           rp_parse_stuck_timeout(
+                                               arg, &rp_conf.stuck_timeout),
+                                           1, RP_MAX_STUCK_TIMEOUT,
+                                           "'off' or milliseconds from ");
 }
 
 #define FLAG_SETTER(fn, field)                                              \

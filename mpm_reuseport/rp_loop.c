@@ -122,15 +122,12 @@ static rp_timeq *queue_for(rp_park why, apr_interval_time_t timeout)
 
 static void log_park_failure(apr_status_t rv)
 {
-    static int logged;
+    static apr_uint32_t logged;
 
-    if (!logged) {
-        logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf, RP_LOG_TAG
-                     "cannot wait for a connection (poller or memory): "
-                     "closing it; check memory and descriptor limits "
-                     "(logged once per child)");
-    }
+    mpmng_log_once(&logged, APLOG_MARK, APLOG_ERR, rv, ap_server_conf,
+                   RP_LOG_TAG "cannot wait for a connection (poller or "
+                   "memory): closing it; check memory and descriptor limits "
+                   "(logged once per child)");
 }
 
 static uint64_t token_of(int slot, apr_uint32_t gen)

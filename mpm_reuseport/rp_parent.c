@@ -180,11 +180,11 @@ static void spawn_for_bucket(int b, const bucket_census *c)
         }
         make_child(slot, b);
     }
-    if (n == 0 && c->idle == 0 && !rp_state->maxclients_reported) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, RP_LOG_TAG
-                     "bucket %d reached its share of MaxRequestWorkers: "
-                     "consider raising MaxRequestWorkers (logged once)", b);
-        rp_state->maxclients_reported = 1;
+    if (n == 0 && c->idle == 0) {
+        mpmng_log_once(&rp_state->maxclients_reported, APLOG_MARK, APLOG_ERR,
+                       0, ap_server_conf, RP_LOG_TAG "bucket %d reached its "
+                       "share of MaxRequestWorkers: consider raising "
+                       "MaxRequestWorkers (logged once)", b);
     }
     if (rp_state->hold_off_on_exponential_spawning) {
         --rp_state->hold_off_on_exponential_spawning;

@@ -22,7 +22,7 @@ typedef struct {
 
 static relief *buckets;         /* rp_lim.num_buckets, this generation */
 static int num_buckets;
-static int no_slot_logged;
+static apr_uint32_t no_slot_logged;
 
 void rp_relief_setup(void)
 {
@@ -71,12 +71,12 @@ static void relieve(int b, apr_uint32_t queued, apr_time_t stalled)
                      "for it", b, queued, apr_time_as_msec(stalled),
                      (long)pid);
     }
-    else if (pid == 0 && !no_slot_logged) {
-        no_slot_logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, RP_LOG_TAG
-                     "bucket %d: connections wait while its children accept "
-                     "none, and no slot is free for another child: raise "
-                     "ServerLimit and MaxRequestWorkers (logged once)", b);
+    else if (pid == 0) {
+        mpmng_log_once(&no_slot_logged, APLOG_MARK, APLOG_WARNING, 0,
+                       ap_server_conf, RP_LOG_TAG "bucket %d: connections "
+                       "wait while its children accept none, and no slot is "
+                       "free for another child: raise ServerLimit and "
+                       "MaxRequestWorkers (logged once)", b);
     }
 }
 

@@ -1,10 +1,7 @@
 #include "rp_settings.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -24,51 +21,23 @@ void rp_settings_init(rp_settings *s)
     s->cpu_affinity = 0;
 }
 
-const char *rp_parse_count(const char *arg, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    if (!arg || !*arg) {
-        return "a number is required";
-    }
-    while (isspace((unsigned char)*arg)) {
-        arg++;
-    }
-    if (!isdigit((unsigned char)*arg) && *arg != '-' && *arg != '+') {
-        return "not a number";
-    }
-    errno = 0;
-    v = strtol(arg, &end, 10);
-    if (end == arg || *end != '\0') {
-        return "not a number";
-    }
-    if (errno == ERANGE || v < min) {
-        return min > 0 ? "must be a positive number" : "must not be negative";
-    }
-    if (v > max) {
-        return "is larger than the compiled-in maximum";
-    }
-    *out = (int)v;
-    return NULL;
-}
-
-const char *rp_parse_buckets(const char *arg, int *out)
+/* The words first; numbers as every module parses them (mpmng_int.h). */
+int rp_parse_buckets(const char *arg, int *out)
 {
     if (arg && strcasecmp(arg, "auto") == 0) {
         *out = RP_BUCKETS_AUTO;
-        return NULL;
+        return MPMNG_INT_OK;
     }
-    return rp_parse_count(arg, 1, RP_MAX_BUCKETS, out);
+    return mpmng_int_parse(arg, 1, RP_MAX_BUCKETS, out);
 }
 
-const char *rp_parse_stuck_timeout(const char *arg, int *out)
+int rp_parse_stuck_timeout(const char *arg, int *out)
 {
     if (arg && strcasecmp(arg, "off") == 0) {
         *out = 0;
-        return NULL;
+        return MPMNG_INT_OK;
     }
-    return rp_parse_count(arg, 1, RP_MAX_STUCK_TIMEOUT, out);
+    return mpmng_int_parse(arg, 1, RP_MAX_STUCK_TIMEOUT, out);
 }
 
 static void note(rp_notes *notes, const char *fmt, ...)

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "mpmng_int.h"
+
 #define RP_UNSET (-1)
 #define RP_BUCKETS_AUTO 0
 
@@ -67,15 +69,14 @@ typedef struct rp_notes {
 
 void rp_settings_init(rp_settings *s);
 
-/* Strictly parse a decimal count in [min, max].  Returns NULL on success, or a
- * static description of what is wrong ("not a number", ...). */
-const char *rp_parse_count(const char *arg, int min, int max, int *out);
+/* "auto" or a bucket count from 1 to RP_MAX_BUCKETS.  Counts are parsed
+ * as every module parses a directive's integer (mpmng_int_parse); returns
+ * one of its MPMNG_INT_* results. */
+int rp_parse_buckets(const char *arg, int *out);
 
-/* Parse "auto" or a bucket count. */
-const char *rp_parse_buckets(const char *arg, int *out);
-
-/* Parse "off" (0) or a number of milliseconds for ReusePortStuckTimeout. */
-const char *rp_parse_stuck_timeout(const char *arg, int *out);
+/* "off" (0) or milliseconds from 1 to RP_MAX_STUCK_TIMEOUT for
+ * ReusePortStuckTimeout; MPMNG_INT_* as above. */
+int rp_parse_stuck_timeout(const char *arg, int *out);
 
 /* Resolve settings into limits.  online_cpus: CPUs the system has online;
  * have_reuseport: whether the kernel accepts SO_REUSEPORT.  Returns 0, or -1

@@ -89,7 +89,7 @@ void rp_steer_buckets(int nb)
     static struct sock_filter code[4 + 6 * RP_CPUMAP_MAX];
     const rp_cpumap *m = rp_affinity_map();
     ap_listen_rec *lr;
-    static int logged;
+    static apr_uint32_t logged;
     int len;
 
     /* Either way the program returns one of the current nb positions. */
@@ -97,15 +97,15 @@ void rp_steer_buckets(int nb)
     for (lr = ap_listeners; lr; lr = lr->next) {
         int fd, err;
         apr_os_sock_get(&fd, lr->sd);
-        if ((err = attach_prog(fd, code, len)) != 0 && !logged) {
-            logged = 1;
-            ap_log_error(APLOG_MARK, APLOG_NOTICE, err, ap_server_conf,
-                         RP_LOG_TAG "cannot steer connections to the "
-                         "current buckets (SO_ATTACH_REUSEPORT_CBPF, Linux "
-                         "4.5+); a graceful restart that lowers "
-                         "ReusePortBuckets may reset connections queued on "
-                         "the removed buckets%s", m ? ", and "
-                         "ReusePortCPUAffinity cannot steer by CPU" : "");
+        if ((err = attach_prog(fd, code, len)) != 0) {
+            mpmng_log_once(&logged, APLOG_MARK, APLOG_NOTICE, err,
+                           ap_server_conf, RP_LOG_TAG "cannot steer "
+                           "connections to the current buckets "
+                           "(SO_ATTACH_REUSEPORT_CBPF, Linux 4.5+); a graceful "
+                           "restart that lowers ReusePortBuckets may reset "
+                           "connections queued on the removed buckets%s",
+                           m ? ", and ReusePortCPUAffinity cannot steer by "
+                           "CPU" : "");
         }
     }
 #else

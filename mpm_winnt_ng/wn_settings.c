@@ -2,25 +2,12 @@
 #include "wn_settings.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+/* Parsed as in every mpm-ng module; the results are the same numbers. */
 int wn_parse_int(const char *arg, int min, int max, int *out)
 {
-    char *end;
-    long v;
-
-    if (!arg || !*arg || isspace((unsigned char)*arg))
-        return -1;
-    errno = 0;
-    v = strtol(arg, &end, 10);
-    if (*end != '\0')
-        return -1;
-    if (errno == ERANGE || v < min || v > max)
-        return -2;
-    *out = (int)v;
-    return 0;
+    return mpmng_int_parse(arg, min, max, out);
 }
 
 static int same_word(const char *a, const char *b)

@@ -1,8 +1,10 @@
 /* Directive values of mpm_winnt_ng and the limits the server runs with.
  * Pure logic (no Win32, httpd or APR calls): unit-tested on Linux in
- * test/unit/check_wn_settings.c. */
+ * test/unit/check_wn.c. */
 #ifndef WN_SETTINGS_H
 #define WN_SETTINGS_H
+
+#include "mpmng_int.h"
 
 #define WN_UNSET (-1)
 
@@ -69,8 +71,10 @@ typedef struct wn_fixed {
 #define WN_CHANGED_THREAD_LIMIT 1
 #define WN_CHANGED_CHILDREN 2
 
-/* Parses a decimal integer in [min, max] into *out.  Returns 0, or -1 when
- * arg is not a whole number, -2 when it is out of range. */
+/* Parses a decimal integer in [min, max] into *out, as every mpm-ng module
+ * does (mpmng_int_parse).  Returns 0, or -1 when arg is not a whole number
+ * (MPMNG_INT_NOT_A_NUMBER), -2 when it is out of range
+ * (MPMNG_INT_OUT_OF_RANGE). */
 int wn_parse_int(const char *arg, int min, int max, int *out);
 
 /* "auto", "transmitfile", "disconnectex", "off" (any case).  Returns 0 or

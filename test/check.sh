@@ -62,13 +62,16 @@ stage docs python3 test/docs/check_docs.py
 count_rc $?
 stage build-files python3 test/build/check_build_files.py
 count_rc $?
+# Python (mpmng_py/, test/, bench/) at most 100 columns a line.
+stage line-length python3 test/build/check_line_length.py
+count_rc $?
 
 # `make demo` / `make demo-stop` as a newcomer runs them: a fresh build
 # directory, a free port, a page and the modules' numbers in server-status.
 stage demo test/demo/run.sh
 count_plain "$LOG/demo.log" || add 0 1
 
-stage integration python3 test/run_integration.py
+stage integration python3 -m mpmng_py.integration
 count_plain "$LOG/integration.log" || add 0 1
 
 # Three minutes of the soak (`make soak`: 30): mixed load with graceful
@@ -78,7 +81,7 @@ count_plain "$LOG/integration.log" || add 0 1
 # CGI by mod_cgi here, by mod_cgid in `make soak` (the soak found mod_cgid's
 # scripts without request bodies under 2+ Listen x 2+ buckets, now fixed
 # and tested in test_security.py ForkHygiene).
-stage soak python3 test/soak/soak.py --seconds 180 --sample-every 1 --cgi cgi
+stage soak python3 -m mpmng_py.soak --seconds 180 --sample-every 1 --cgi cgi
 count_plain "$LOG/soak.log" || add 0 1
 
 if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
@@ -109,7 +112,7 @@ fi
 if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
     echo "=== win: skipped${SAN:+ (SANITIZE)}"
 elif stage win-build build/win/build.sh; then
-    stage win python3 test/win/run.py
+    stage win python3 -m mpmng_py.win
     count_plain "$LOG/win.log" || add 0 1
 else
     add 0 1

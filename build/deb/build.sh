@@ -13,9 +13,10 @@ stage=$out/mpm-ng-$ver
 rm -rf "$out"
 mkdir -p "$stage"
 # What the package build needs: the Makefile, the module sources and their
-# Debian .load/.conf files, the public headers and the docs.
-cp -r "$top/Makefile" "$top/README.md" "$top/include" "$top/docs" \
-      "$top/mpm_reuseport" "$top/mod_fhcache" "$stage/"
+# Debian .load/.conf files, the helpers both modules compile in (common/),
+# the public headers and the docs.
+cp -r "$top/Makefile" "$top/README.md" "$top/include" "$top/common" \
+      "$top/docs" "$top/mpm_reuseport" "$top/mod_fhcache" "$stage/"
 cp -r "$top/build/deb/debian" "$stage/debian"
 mkdir -p "$out/logs"
 echo "deb: building mpm-ng $ver in $stage"

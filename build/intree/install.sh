@@ -8,7 +8,8 @@
 #   ./configure --enable-mpms-shared=all --enable-fhcache ... # MPM as a .so
 #
 # It puts mpm_reuseport in server/mpm/reuseport/ (with ../../config.m4 and
-# build/intree/mpm_reuseport/) and mod_fhcache in modules/fhcache/, then runs
+# build/intree/mpm_reuseport/) and mod_fhcache in modules/fhcache/, each
+# with its own copy of the shared helpers (common/*.c, include/*.h), then runs
 # ./buildconf against the system's APR (apr-1-config) unless the tree has
 # srclib/apr.  Needs autoconf, automake, libtool, python3 and APR's
 # development files.  Run again after updating mpm-ng.
@@ -25,13 +26,15 @@ grep -q '#define AP_SERVER_MAJORVERSION_NUMBER 2' "$src/include/ap_release.h" \
     && grep -q '#define AP_SERVER_MINORVERSION_NUMBER 4' "$src/include/ap_release.h" \
     || die "$src is not httpd 2.4"
 
-# $1 = our source dir, $2 = destination in the tree, $3.. = glue files
+# $1 = our source dir, $2 = destination in the tree, $3.. = glue files.
+# The shared helpers go beside each module's sources: the module's object
+# list names them (mpmng_common_lo in its m4 file).
 place() {
     local from=$top/$1 to=$src/$2
     shift 2
     rm -rf "$to"
     mkdir -p "$to"
-    cp "$from"/*.c "$from"/*.h "$to"/
+    cp "$from"/*.c "$from"/*.h "$top"/common/*.c "$top"/include/*.h "$to"/
     cp "$@" "$to"/
     echo "intree: $(ls "$to"/*.c | wc -l) sources and glue in $to"
 }

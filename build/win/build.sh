@@ -5,8 +5,9 @@
 #
 # Builds APR, expat, PCRE2 and APR-util once, then httpd twice from the same deps:
 #   stock:   the stock WinNT MPM (server/mpm/winnt/*.c, builtin module mpm_winnt)
-#   ng:      every mpm_winnt_ng/*.c of this repository (builtin module mpm_winnt_ng)
-#   fhcache: mod_fhcache.so from every mod_fhcache/*.c, against ng's headers and import
+#   ng:      every mpm_winnt_ng/*.c and common/*.c of this repository (builtin module
+#            mpm_winnt_ng; include/ is on its include path)
+#   fhcache: mod_fhcache.so from every mod_fhcache/*.c and common/*.c, against ng's headers and import
 #            libraries (it loads into either httpd: both export the same API)
 # Results (consumers use these stable paths; each is a symlink to a keyed prefix):
 #   build/win/out/stock   build/win/out/ng   build/win/out/fhcache/mod_fhcache.so
@@ -29,6 +30,8 @@ REPO=$(cd "$HERE/../.." && pwd)
 SRC=${MPMNG_WIN_SRC:-$HERE/cache/src}
 MPM_DIR=${MPMNG_WIN_MPM_DIR:-$REPO/mpm_winnt_ng}
 FHC_DIR=$REPO/mod_fhcache
+COMMON_DIR=$REPO/common      # helpers every module compiles in
+COMMON_INC=$REPO/include     # their headers
 JOBS=${MPMNG_WIN_JOBS:-2}
 CACHE=$HERE/cache
 OUT=$HERE/out
@@ -80,12 +83,20 @@ check_mpm_dir() {  # call in the main shell (die in $(...) would only end the su
     || die "ng: no *.c files in $MPM_DIR (nothing to build the ng MPM from)"
 }
 
-mpm_files() {  # the ng MPM's sources and headers, sorted
-  find "$MPM_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
+common_files() {  # the shared helpers' sources and headers, sorted
+  find "$COMMON_DIR" "$COMMON_INC" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
 }
 
-fhc_files() {  # mod_fhcache's sources and headers, sorted
-  find "$FHC_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
+common_sources() {  # the shared helpers' sources, sorted
+  find "$COMMON_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort
+}
+
+mpm_files() {  # the ng MPM's sources and headers with the shared ones, sorted
+  { find "$MPM_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \); common_files; } | LC_ALL=C sort
+}
+
+fhc_files() {  # mod_fhcache's sources and headers with the shared ones, sorted
+  { find "$FHC_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \); common_files; } | LC_ALL=C sort
 }
 
 part_key() {  # $1 = stock|ng|fhcache
@@ -246,8 +257,10 @@ build_httpd() {  # $1 = stock|ng, $2 = key
   local mpm_opts=() mod_opts=() f srcs=""
   : >"$log"
   if [ "$part" = ng ]; then
-    for f in $(find "$MPM_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort); do srcs="$srcs${srcs:+;}$f"; done
-    mpm_opts=(-DMPM_NAME=mpm_winnt_ng "-DMPM_SOURCES=$srcs" "-DMPM_INCLUDE=$MPM_DIR")
+    for f in $(find "$MPM_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort) $(common_sources); do
+      srcs="$srcs${srcs:+;}$f"
+    done
+    mpm_opts=(-DMPM_NAME=mpm_winnt_ng "-DMPM_SOURCES=$srcs" "-DMPM_INCLUDE=$MPM_DIR;$COMMON_INC")
   else
     mpm_opts=(-UMPM_NAME -UMPM_SOURCES -UMPM_INCLUDE)   # CMakeLists defaults: stock winnt MPM
   fi
@@ -287,9 +300,9 @@ build_fhcache() {  # $1 = key
   local key=$1 ng=$OUT/ng d=$OUT/.fhcache-$1.tmp log=$LOGS/fhcache.log f objs=()
   local obj=$WORK/deps-$BASE_KEY/b-fhcache
   : >"$log"; rm -rf "$d" "$obj"; mkdir -p "$d" "$obj"
-  for f in $(find "$FHC_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort); do
+  for f in $(find "$FHC_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort) $(common_sources); do
     run_logged "$log" x86_64-w64-mingw32-gcc -O2 -g -Wall -Werror -std=gnu11 \
-      -DWIN32 -D_WINDOWS -I"$ng/include" -I"$FHC_DIR" \
+      -DWIN32 -D_WINDOWS -I"$ng/include" -I"$FHC_DIR" -I"$COMMON_INC" \
       -c "$f" -o "$obj/$(basename "${f%.c}").o"
     objs+=("$obj/$(basename "${f%.c}").o")
   done

@@ -1,8 +1,8 @@
 """Configuration: the MPM's name, rejected directive values, clamped values."""
 import unittest
 
-from common import (HttpdTestCase, IS_REUSEPORT, MPM, http_get, mpm_directives, ss_lines,
-                    wait_for_log)
+from mpmng_py.integration.common import (HttpdTestCase, IS_REUSEPORT, MPM, http_get, mpm_directives,
+                                         ss_lines, wait_for_log)
 
 
 class Identity(HttpdTestCase):

@@ -7,8 +7,8 @@ import os
 import socket
 import time
 
-from common import (CGI_SLOW, HttpdTestCase, ResponseReader, connect, mpm_directives,
-                    request_bytes, run_wrk)
+from mpmng_py.integration.common import (CGI_SLOW, HttpdTestCase, ResponseReader, connect,
+                                         mpm_directives, request_bytes, run_wrk)
 
 
 def one_child(threads, extra=""):

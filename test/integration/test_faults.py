@@ -4,7 +4,7 @@ import socket
 import time
 import unittest
 
-from common import HttpdTestCase, http_get, mpm_directives, reuseport_only
+from mpmng_py.integration.common import HttpdTestCase, http_get, mpm_directives, reuseport_only
 
 
 class AcceptFaults(HttpdTestCase):

@@ -13,11 +13,10 @@ import subprocess
 import time
 import unittest
 
-import privhttpd
-
-from common import HttpdTestCase, all_threads_stopped, http_get, connect, request_bytes, \
-    ResponseReader, Wrk
-from fhcache_mpms import FHCACHE_SO as SO, MPMS, one_child, two_children
+from mpmng_py import privhttpd
+from mpmng_py.integration.common import (HttpdTestCase, all_threads_stopped, http_get, connect,
+                                         request_bytes, ResponseReader, Wrk)
+from mpmng_py.integration.fhcache_mpms import FHCACHE_SO as SO, MPMS, one_child, two_children
 
 # Time for a change to be reported and applied (inotify is ~immediate).
 NOTIFY_WAIT = 0.2

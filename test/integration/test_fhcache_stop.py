@@ -17,9 +17,9 @@ import resource
 import signal
 import time
 
-from common import CRASH_RE, TEST_TIMEOUT, HttpdTestCase, ResponseReader, connect, http_get, \
-    request_bytes
-from fhcache_mpms import FHCACHE_SO, MPMS, one_child
+from mpmng_py.integration.common import (CRASH_RE, TEST_TIMEOUT, HttpdTestCase, ResponseReader,
+                                         connect, http_get, request_bytes)
+from mpmng_py.integration.fhcache_mpms import FHCACHE_SO, MPMS, one_child
 
 CYCLES = int(os.environ.get("MPMNG_STOP_CYCLES", "100"))
 SMALL = b"s" * 500

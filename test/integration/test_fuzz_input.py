@@ -16,10 +16,11 @@ import signal
 import ssl
 import time
 
-from common import OUT, TEST_TIMEOUT, HttpdTestCase, curl, mpm_directives, needs_modules
-from fhcache_mpms import FHCACHE_SO
-from privhttpd import free_port
-from tlscert import make_certificate
+from mpmng_py.integration.common import (OUT, TEST_TIMEOUT, HttpdTestCase, curl, mpm_directives,
+                                         needs_modules)
+from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
+from mpmng_py.privhttpd import free_port
+from mpmng_py.tlscert import make_certificate
 
 INPUTS = int(os.environ.get("MPMNG_FUZZ_INPUTS", "20000"))
 SEED = int(os.environ.get("MPMNG_FUZZ_SEED", "0")) or random.SystemRandom().randrange(1, 2**31)

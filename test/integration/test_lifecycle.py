@@ -6,11 +6,10 @@ import signal
 import time
 import unittest
 
-from common import (CGI_SLOW, HttpdTestCase, IS_REUSEPORT, ResponseReader, Wrk, connect,
-                    http_get,
-                    line_count, listeners, mpm_directives, parallel_gets, pid_counts,
-                    request_bytes, reset_delta, reuseport_only, run_ab, ss_lines,
-                    tcp_counters)
+from mpmng_py.integration.common import (CGI_SLOW, HttpdTestCase, IS_REUSEPORT, ResponseReader, Wrk,
+                                         connect, http_get, line_count, listeners, mpm_directives,
+                                         parallel_gets, pid_counts, request_bytes, reset_delta,
+                                         reuseport_only, run_ab, ss_lines, tcp_counters)
 
 
 RATELIMIT = ("<Location /slow.bin>\n  SetOutputFilter RATE_LIMIT\n"
@@ -295,7 +294,8 @@ class BucketChange(HttpdTestCase):
             socks = listeners(h.port)
             if len(socks) != b:
                 problems.append("ReusePortBuckets %d: %d listening sockets after the graceful "
-                                "restart (held by %s)" % (b, len(socks), [l["pids"] for l in socks]))
+                                "restart (held by %s)"
+                                % (b, len(socks), [l["pids"] for l in socks]))
             results, _ = parallel_gets(h.host, h.port, 30, "/index.html", timeout=3)
             bad = [r[1] for r in results if not r[0]]
             if bad:

@@ -5,10 +5,10 @@ import re
 import signal
 import unittest
 
-import privhttpd
-from common import (HttpdTestCase, IS_REUSEPORT, NCPU, ipv6_loopback, listeners,
-                    mpm_directives, parallel_gets, pid_counts, reuseport_only, run_ab,
-                    ss_lines)
+from mpmng_py import privhttpd
+from mpmng_py.integration.common import (HttpdTestCase, IS_REUSEPORT, NCPU, ipv6_loopback,
+                                         listeners, mpm_directives, parallel_gets, pid_counts,
+                                         reuseport_only, run_ab, ss_lines)
 
 
 def bucket_log_lines(log, n):
@@ -42,10 +42,10 @@ def stop_one_child_under_load(h, pid, clients=8, seconds=3):
     The clock starts once every thread of the child has stopped (kill()
     returns before): until then it may still accept a connection, which is
     then its in-flight request and waits for SIGCONT."""
-    from common import all_threads_stopped
+    from mpmng_py.integration.common import all_threads_stopped
     import threading
     import time
-    from common import http_get
+    from mpmng_py.integration.common import http_get
     # Our own clients, a new connection per request, so every latency
     # is one request's (no tool's bookkeeping in between).
     lat, errors, stop = [], [], time.monotonic() + seconds + 1
@@ -265,7 +265,7 @@ class BucketStatus(HttpdTestCase):
         self.assertTrue(all(r[0] for r in results), results)
         st = h.status()
         self.assertEqual(st["ReusePortBuckets"], "2")
-        from common import http_get
+        from mpmng_py.integration.common import http_get
         page = http_get(h.host, h.port, "/server-status").body.decode()
         self.assertIn("mpm_reuseport buckets", page)
         self.assertIn("127.0.0.1:%d" % h.port, page)
@@ -446,7 +446,7 @@ class ChildrenPerBucket(HttpdTestCase):
         an eighth, at least 4)."""
         import subprocess
         import time
-        from common import Wrk
+        from mpmng_py.integration.common import Wrk
         kids_n, conns = 4, 160
         h = self.httpd(mpm_directives(buckets=1, start=kids_n, server_limit=kids_n,
                                       threads=8, thread_limit=8, max_workers=8 * kids_n,
@@ -547,7 +547,7 @@ def children_by_bucket(st):
 @unittest.skipUnless(NCPU >= 2, "needs 2 CPUs")
 class Locality(HttpdTestCase):
     def serve_and_measure(self, affinity):
-        from common import run_wrk
+        from mpmng_py.integration.common import run_wrk
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=16,
                                       thread_limit=16, max_workers=64, min_spare=16,
                                       max_spare=64)
@@ -619,7 +619,7 @@ class Locality(HttpdTestCase):
         side by side: neither bucket serves much slower than the other."""
         import shutil
         import subprocess
-        from common import Wrk
+        from mpmng_py.integration.common import Wrk
         if not shutil.which("taskset"):
             self.skipTest("taskset missing")
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=4, threads=16,

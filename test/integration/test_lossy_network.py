@@ -6,7 +6,7 @@ there at once and none is lost, so retransmissions, responses that take
 many round trips to write, and keep-alive connections idle between
 requests for whole round trips are never seen.  Here the clients run in a
 network namespace of their own, joined to the server's by a link with
-delay and loss (test/lib/lossylink.py: this kernel has no netem, so it is
+delay and loss (mpmng_py/lossylink.py: this kernel has no netem, so it is
 emulated in user space between two TUN devices).  The test checks:
 
 - no request fails and every body is byte-identical (sha256), for files
@@ -20,7 +20,7 @@ emulated in user space between two TUN devices).  The test checks:
   connections and responses the network cannot take yet in its event
   loop (write completion), so connections waiting on the slow network
   hold no thread; a thread-per-connection MPM (stock worker:
-  `run_integration.py --mpm worker`) fails this check;
+  `python3 -m mpmng_py.integration --mpm worker`) fails this check;
 - the link did what it is there for: connecting takes a round trip
   (>= 45 ms), packets were dropped both ways and the kernels retransmitted.
 
@@ -42,13 +42,12 @@ import threading
 import time
 import unittest
 
-from common import (MPM, HttpdTestCase, ResponseReader, mpm_directives, needs_modules,
-                    request_bytes, tcp_counters)
-from fhcache_mpms import FHCACHE_SO
-from privhttpd import free_port
-from tlscert import make_certificate
-
-import lossylink
+from mpmng_py import lossylink
+from mpmng_py.integration.common import (MPM, HttpdTestCase, ResponseReader, mpm_directives,
+                                         needs_modules, request_bytes, tcp_counters)
+from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
+from mpmng_py.privhttpd import free_port
+from mpmng_py.tlscert import make_certificate
 
 DELAY_MS = float(os.environ.get("MPMNG_LOSSY_DELAY_MS", "25"))
 LOSS = float(os.environ.get("MPMNG_LOSSY_LOSS", "0.01"))

@@ -7,8 +7,8 @@ import re
 import signal
 import time
 
-from common import (SANITIZED, HttpdTestCase, Wrk, mpm_directives,
-                    reset_delta, reuseport_only, tcp_counters, wait_for_log)
+from mpmng_py.integration.common import (SANITIZED, HttpdTestCase, Wrk, mpm_directives,
+                                         reset_delta, reuseport_only, tcp_counters, wait_for_log)
 
 # Under sanitizers a restart takes seconds: slower pacing, no timing checks.
 EVERY = 3.0 if SANITIZED else 2.0
@@ -128,7 +128,7 @@ class SeamlessRestart(HttpdTestCase):
         time.sleep(0.5)     # nothing must happen: give a wrong restart time
         self.assertLessEqual(set(children), set(h.children()))
         self.assertEqual(h.generation_count(), 1)
-        from common import http_get
+        from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body,
                          b"still here\n")
         # Fixed: the next restart goes ahead.

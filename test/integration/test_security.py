@@ -5,9 +5,9 @@ import re
 import tempfile
 import unittest
 
-from common import (CGI_BODY, CGI_FDS, HttpdTestCase, curl, mpm_directives, proc_ids,
-                    reuseport_only, sha256, www_data_ids)
-from privhttpd import free_port
+from mpmng_py.integration.common import (CGI_BODY, CGI_FDS, HttpdTestCase, curl, mpm_directives,
+                                         proc_ids, reuseport_only, sha256, www_data_ids)
+from mpmng_py.privhttpd import free_port
 
 
 def proc_groups(pid):

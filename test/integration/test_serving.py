@@ -5,8 +5,9 @@ import os
 import tempfile
 import unittest
 
-from common import (CGI_BODY, CGI_SLOW, HttpdTestCase, MPM, ResponseReader, connect, curl,
-                    mpm_directives, pid_counts, request_bytes, run_ab, run_wrk, sha256)
+from mpmng_py.integration.common import (CGI_BODY, CGI_SLOW, HttpdTestCase, MPM, ResponseReader,
+                                         connect, curl, mpm_directives, pid_counts, request_bytes,
+                                         run_ab, run_wrk, sha256)
 
 SIZES = {"empty.bin": 0, "small.bin": 500, "16k.bin": 16 * 1024,
          "1m.bin": 1 << 20, "10m.bin": 10 << 20}

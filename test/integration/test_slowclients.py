@@ -13,12 +13,12 @@ import socket
 import ssl
 import time
 
-from common import (CGI_BODY, HttpdTestCase, IS_REUSEPORT, ResponseReader, connect,
-                    mpm_available, mpm_directives, request_bytes, reuseport_only, run_wrk,
-                    sha256)
-from privhttpd import free_port
-from slowclients import SlowClients, raise_nofile
-from tlscert import make_certificate
+from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, IS_REUSEPORT, ResponseReader,
+                                         connect, mpm_available, mpm_directives, request_bytes,
+                                         reuseport_only, run_wrk, sha256)
+from mpmng_py.privhttpd import free_port
+from mpmng_py.slowclients import SlowClients, raise_nofile
+from mpmng_py.tlscert import make_certificate
 
 
 def small_server(threads, extra=""):
@@ -329,7 +329,7 @@ class SlowHandshakes(HttpdTestCase):
 
 
 class HostileMix(HttpdTestCase):
-    """The bench's hostile load (bench/run.py --part slow, scenario hostile)
+    """The bench's hostile load (python3 -m mpmng_py.bench --part slow, scenario hostile)
     in small: trickling heads, readers of 1 MiB taking a byte a second and
     unfinished TLS handshakes, all at once, on a server of one child with 8
     threads; wrk's keep-alive clients beside them are still served."""

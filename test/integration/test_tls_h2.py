@@ -19,11 +19,12 @@ import subprocess
 import tempfile
 import time
 
-from common import (CGI_BODY, HttpdTestCase, ResponseReader, connect, curl, mpm_directives,
-                    needs_modules, request_bytes, reuseport_only, sha256)
-from fhcache_mpms import FHCACHE_SO
-from privhttpd import free_port
-from tlscert import make_certificate
+from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, ResponseReader, connect, curl,
+                                         mpm_directives, needs_modules, request_bytes,
+                                         reuseport_only, sha256)
+from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
+from mpmng_py.privhttpd import free_port
+from mpmng_py.tlscert import make_certificate
 
 SIZES = (0, 1, 500, 16383, 16384, 16385, 100001, (1 << 20) + 7, 3 * (1 << 20) + 5)
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"

@@ -100,12 +100,12 @@ check "shared: no MPM compiled in" \
 mkdir -p "$work/out-static" "$work/out-shared"
 ln -sf "$S/modules/mod_fhcache.so" "$work/out-static/"
 ln -sf "$M/modules/mod_fhcache.so" "$M/modules/mod_mpm_reuseport.so" "$work/out-shared/"
-suite static APACHE2="$S/bin/httpd" MPMNG_SYSMODS="$S/modules" MPMNG_STATIC_MPM=reuseport \
-    MPMNG_OUT="$work/out-static" python3 "$top/test/run_integration.py"
-suite shared APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
-    MPMNG_OUT="$work/out-shared" python3 "$top/test/run_integration.py" -k test_serving
-suite shared-event APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
-    MPMNG_OUT="$work/out-shared" python3 "$top/test/run_integration.py" --mpm event -k test_serving.StaticFiles.test_files_byte_identical
+suite static -C "$top" APACHE2="$S/bin/httpd" MPMNG_SYSMODS="$S/modules" MPMNG_STATIC_MPM=reuseport \
+    MPMNG_OUT="$work/out-static" python3 -m mpmng_py.integration
+suite shared -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
+    MPMNG_OUT="$work/out-shared" python3 -m mpmng_py.integration -k test_serving
+suite shared-event -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
+    MPMNG_OUT="$work/out-shared" python3 -m mpmng_py.integration --mpm event -k test_serving.StaticFiles.test_files_byte_identical
 
 say "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

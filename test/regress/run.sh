@@ -10,5 +10,6 @@
 # Exit status is non-zero iff B has failures that A does not have.
 # See test/regress/README.md for details and environment knobs.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-exec python3 "$here/regress.py" "$@"
+# The runner is the package mpmng_py.regress, run from the repository root.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+exec python3 -m mpmng_py.regress "$@"

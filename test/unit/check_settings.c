@@ -33,57 +33,42 @@ static int notes_mention(const char *word)
     return 0;
 }
 
-START_TEST(parse_count_accepts_plain_numbers)
-{
-    int v = -7;
-    ck_assert_ptr_null(rp_parse_count("25", 1, 100, &v));
-    ck_assert_int_eq(v, 25);
-    ck_assert_ptr_null(rp_parse_count("0", 0, 100, &v));
-    ck_assert_int_eq(v, 0);
-}
-END_TEST
-
-START_TEST(parse_count_rejects_garbage)
-{
-    int v = 3;
-    ck_assert_ptr_nonnull(rp_parse_count("abc", 1, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("12x", 1, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("", 1, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("0", 1, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("-1", 0, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("101", 1, 100, &v));
-    ck_assert_ptr_nonnull(rp_parse_count("99999999999999999999", 1, 100, &v));
-    ck_assert_int_eq(v, 3); /* untouched on error */
-}
-END_TEST
-
+/* Plain counts are mpmng_int_parse's (test/unit/check_int.c); here the
+ * words each directive adds, and its range. */
 START_TEST(parse_buckets_auto_and_counts)
 {
     int v = -1;
-    ck_assert_ptr_null(rp_parse_buckets("auto", &v));
+    ck_assert_int_eq(rp_parse_buckets("auto", &v), MPMNG_INT_OK);
     ck_assert_int_eq(v, RP_BUCKETS_AUTO);
-    ck_assert_ptr_null(rp_parse_buckets("AUTO", &v));
-    ck_assert_ptr_null(rp_parse_buckets("8", &v));
+    ck_assert_int_eq(rp_parse_buckets("AUTO", &v), MPMNG_INT_OK);
+    ck_assert_int_eq(rp_parse_buckets("8", &v), MPMNG_INT_OK);
     ck_assert_int_eq(v, 8);
-    ck_assert_ptr_nonnull(rp_parse_buckets("0", &v));
-    ck_assert_ptr_nonnull(rp_parse_buckets("many", &v));
-    ck_assert_ptr_nonnull(rp_parse_buckets("100000", &v));
+    ck_assert_int_eq(rp_parse_buckets("1024", &v), MPMNG_INT_OK);
+    ck_assert_int_eq(rp_parse_buckets("0", &v), MPMNG_INT_OUT_OF_RANGE);
+    ck_assert_int_eq(rp_parse_buckets("1025", &v), MPMNG_INT_OUT_OF_RANGE);
+    ck_assert_int_eq(rp_parse_buckets("many", &v), MPMNG_INT_NOT_A_NUMBER);
+    ck_assert_int_eq(rp_parse_buckets("autox", &v), MPMNG_INT_NOT_A_NUMBER);
+    ck_assert_int_eq(rp_parse_buckets("", &v), MPMNG_INT_NOT_A_NUMBER);
+    ck_assert_int_eq(v, 1024);  /* untouched on error */
 }
 END_TEST
 
 START_TEST(parse_stuck_timeout_off_and_millis)
 {
     int v = -1;
-    ck_assert_ptr_null(rp_parse_stuck_timeout("off", &v));
+    ck_assert_int_eq(rp_parse_stuck_timeout("off", &v), MPMNG_INT_OK);
     ck_assert_int_eq(v, 0);
-    ck_assert_ptr_null(rp_parse_stuck_timeout("Off", &v));
-    ck_assert_ptr_null(rp_parse_stuck_timeout("200", &v));
+    ck_assert_int_eq(rp_parse_stuck_timeout("Off", &v), MPMNG_INT_OK);
+    ck_assert_int_eq(rp_parse_stuck_timeout("200", &v), MPMNG_INT_OK);
     ck_assert_int_eq(v, 200);
-    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("0", &v));
-    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("-5", &v));
-    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("50ms", &v));
-    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("60001", &v));
-    ck_assert_ptr_nonnull(rp_parse_stuck_timeout("", &v));
+    ck_assert_int_eq(rp_parse_stuck_timeout("0", &v), MPMNG_INT_OUT_OF_RANGE);
+    ck_assert_int_eq(rp_parse_stuck_timeout("-5", &v), MPMNG_INT_OUT_OF_RANGE);
+    ck_assert_int_eq(rp_parse_stuck_timeout("60001", &v),
+                     MPMNG_INT_OUT_OF_RANGE);
+    ck_assert_int_eq(rp_parse_stuck_timeout("50ms", &v),
+                     MPMNG_INT_NOT_A_NUMBER);
+    ck_assert_int_eq(rp_parse_stuck_timeout("", &v), MPMNG_INT_NOT_A_NUMBER);
+    ck_assert_int_eq(v, 200);
 }
 END_TEST
 
@@ -269,8 +254,6 @@ static Suite *settings_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, parse_count_accepts_plain_numbers);
-    tcase_add_test(tc, parse_count_rejects_garbage);
     tcase_add_test(tc, parse_buckets_auto_and_counts);
     tcase_add_test(tc, parse_stuck_timeout_off_and_millis);
     tcase_add_test(tc, defaults_follow_cpus);

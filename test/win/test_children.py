@@ -9,8 +9,8 @@ import threading
 import time
 import unittest
 
-from winhttpd import WinHttpd, available, wine_env, winpath
-from test_winnt_ng import assert_no_failed_request, payload, under_load, wrk
+from mpmng_py.win.winhttpd import WinHttpd, available, wine_env, winpath
+from mpmng_py.win.wintest import assert_no_failed_request, payload, under_load, wrk
 
 PID_LOG = 'LogFormat "%P" pidonly\nCustomLog "{d}/logs/pids.log" pidonly\n'
 

@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from winhttpd import WINE, WINOUT, WinHttpd, available, wine_env, winpath
-from test_winnt_ng import payload
+from mpmng_py.win.winhttpd import WINE, WINOUT, WinHttpd, available, wine_env, winpath
+from mpmng_py.win.wintest import payload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.path.join(WINOUT, "fhcache", "mod_fhcache.so")

@@ -1,33 +1,18 @@
 """mpm_winnt_ng under wine64, driven by Linux clients (raw sockets, curl,
 ab, wrk).  Each class starts its own cross-built httpd.exe."""
-import hashlib
 import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
-import threading
 import time
 import unittest
 
-from winhttpd import WinHttpd, available, parse_response, winpath
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "bench", "lib"))
-from holdconns import Holder  # noqa: E402
+from mpmng_py.holdconns import Holder
+from mpmng_py.win.winhttpd import WinHttpd, available, parse_response, wine_env
+from mpmng_py.win.wintest import assert_no_failed_request, payload, under_load, wrk
 
 SIZES = {"empty.bin": 0, "one.bin": 1, "small.txt": 500, "mid.bin": 65536,
          "large.bin": 1 << 20, "huge.bin": 10 << 20}
-
-
-def payload(n, seed):
-    out = bytearray()
-    block = hashlib.sha256(seed.encode()).digest()
-    while len(out) < n:
-        block = hashlib.sha256(block).digest()
-        out += block
-    return bytes(out[:n])
 
 
 def read_responses(sock, count, timeout=30):
@@ -53,51 +38,6 @@ def read_responses(sock, count, timeout=30):
         out.append((code, hdrs, rest[:n]))
         buf = rest[n:]
     return out
-
-
-def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
-    cmd = ["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency",
-           "http://127.0.0.1:%d%s" % (port, path)]
-    if close:
-        cmd[1:1] = ["-H", "Connection: close"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
-    out = r.stdout
-    reqs = int(re.search(r"(\d+) requests in", out).group(1))
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
-                  r"timeout (\d+)", out)
-    errors = sum(map(int, m.groups())) if m else 0
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    non2xx = int(m.group(1)) if m else 0
-    return reqs, errors, non2xx, out
-
-
-def under_load(port, seconds, during, conns=8):
-    """Runs wrk twice at once for `seconds`, with a new connection per
-    request and with keep-alive, while during() runs; returns
-    {"close": wrk(...), "keepalive": wrk(...)}."""
-    results = {}
-
-    def load(key):
-        results[key] = wrk(port, seconds=seconds, conns=conns,
-                           close=key == "close")
-    ts = [threading.Thread(target=load, args=(k,)) for k in ("close", "keepalive")]
-    for t in ts:
-        t.start()
-    try:
-        during()
-    finally:
-        for t in ts:
-            t.join()
-    return results
-
-
-def assert_no_failed_request(tc, results, label):
-    for k, (reqs, errors, non2xx, out) in results.items():
-        print("%s, %s: %d requests, %d errors, %d non-2xx"
-              % (label, k, reqs, errors, non2xx))
-        tc.assertGreater(reqs, 100, out)
-        tc.assertEqual(non2xx, 0, k + "\n" + out)
-        tc.assertEqual(errors, 0, k + "\n" + out)
 
 
 @unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng "
@@ -476,7 +416,7 @@ class Lifecycle(unittest.TestCase):
             st = h.status()
             child = int(st["WinNTNGChildPid"])
             r = subprocess.run(["/usr/lib/wine/wine64", "taskkill", "/F", "/PID",
-                                str(child)], env=__import__("winhttpd").wine_env(),
+                                str(child)], env=wine_env(),
                                capture_output=True, timeout=60)
             deadline = time.time() + 60
             new = None

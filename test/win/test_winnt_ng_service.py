@@ -14,8 +14,8 @@ import tempfile
 import time
 import unittest
 
-import winhttpd
-from winhttpd import WinHttpd, available, winpath, WINE
+from mpmng_py.win import winhttpd
+from mpmng_py.win.winhttpd import WinHttpd, available, winpath, WINE
 
 WINESERVER = os.path.join(os.path.dirname(WINE), "wineserver")
 SERVICES_KEY = r"HKLM\SYSTEM\CurrentControlSet\Services"

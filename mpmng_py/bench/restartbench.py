@@ -1,0 +1,86 @@
+"""Part `restart`: what clients see while the server reloads its
+configuration under load.
+
+For each variant, one at a time: new-connection and keep-alive load (wrk,
+500 B file, 16 connections each) for a steady window without reloads, then
+for a window with RELOADS graceful restarts (httpd: SIGUSR1; nginx: SIGHUP)
+EVERY seconds apart.  Recorded per window and load: requests, failed
+requests by kind, p99 latency, and TCP connections reset after their
+handshake (TcpEstabResets of the namespace, counted while the reloads run,
+not at the end where wrk closes busy connections itself)."""
+import time
+
+from mpmng_py.bench import loadgen
+from mpmng_py import netcounters
+
+RELOADS = 10
+EVERY = 2.0
+STEADY_S = 12
+DEFAULT_VARIANTS = ("reuseport", "event", "event-buckets", "worker", "nginx")
+
+COLS = ["time", "round", "variant", "window", "window_s", "load", "reloads", "requests",
+        "err_connect", "err_read", "err_write", "err_timeout", "p99_ms", "estab_resets"]
+
+
+def _estab_resets():
+    return netcounters.tcp_counters().get("TcpEstabResets", 0)
+
+
+def _window(srv, seconds, reloads):
+    """Both loads for `seconds`; `reloads` reloads paced EVERY s apart from
+    1 s in.  Returns ({load: wrk result}, resets while reloading)."""
+    loads = {"new-conn": loadgen.parse_workload("close-500B-c16"),
+             "keep-alive": loadgen.parse_workload("ka-500B-c16")}
+    procs = {k: loadgen.start(wl, srv.url(""), seconds) for k, wl in loads.items()}
+    time.sleep(1)
+    r0 = _estab_resets()
+    t0 = time.monotonic()
+    for i in range(reloads):
+        time.sleep(max(0.0, t0 + EVERY * i - time.monotonic()))
+        srv.reload()
+    time.sleep(max(0.0, t0 + EVERY * reloads - time.monotonic()))
+    resets = _estab_resets() - r0
+    return {k: loadgen.finish(loads[k], p) for k, p in procs.items()}, resets
+
+
+def _one(v, rnd, docroot, tsv, log):
+    from mpmng_py.bench import servers
+    srv = servers.make_server(v, "restart", docroot)
+    try:
+        srv.start()
+        srv.settle(timeout=120)
+        warm = loadgen.parse_workload("ka-500B-c16")
+        loadgen.finish(warm, loadgen.start(warm, srv.url(""), 1))
+        plan = (("steady", STEADY_S, 0),
+                ("reloading", int(RELOADS * EVERY + 3), RELOADS))
+        for window, seconds, reloads in plan:
+            res, resets = _window(srv, seconds, reloads)
+            for load, r in res.items():
+                tsv.row({"time": time.strftime("%H:%M:%S"), "round": rnd,
+                         "variant": v.name, "window": window, "window_s": seconds,
+                         "load": load, "reloads": reloads,
+                         "requests": r["requests"], "err_connect": r["err_connect"],
+                         "err_read": r["err_read"], "err_write": r["err_write"],
+                         "err_timeout": r["err_timeout"],
+                         "p99_ms": r["p99_us"] / 1000.0, "estab_resets": resets})
+                log("restart r%d %-14s %-9s %-10s %7d req, errors c/r/w/t "
+                    "%d/%d/%d/%d, p99 %7.1f ms, resets %d" % (
+                        rnd, v.name, window, load, r["requests"], r["err_connect"],
+                        r["err_read"], r["err_write"], r["err_timeout"],
+                        r["p99_us"] / 1000.0, resets))
+    except Exception as e:
+        log("restart %s failed: %s" % (v.name, str(e)[:400]))
+    finally:
+        srv.cleanup()
+
+
+def run(args, variants, docroot, tsv, log):
+    """args.rounds rounds, variants rotated each round."""
+    for rnd in range(1, args.rounds + 1):
+        k = (rnd - 1) % max(1, len(variants))
+        for v in variants[k:] + variants[:k]:
+            _one(v, rnd, docroot, tsv, log)
+
+
+def pick(variants, explicit):
+    return [v for v in variants if v.name in DEFAULT_VARIANTS or v.name in explicit]

@@ -1,0 +1,60 @@
+"""Helpers the Windows tests (test/win/test_*.py) share: payloads, wrk
+runs and their checks."""
+import hashlib
+import re
+import subprocess
+import threading
+
+
+def payload(n, seed):
+    out = bytearray()
+    block = hashlib.sha256(seed.encode()).digest()
+    while len(out) < n:
+        block = hashlib.sha256(block).digest()
+        out += block
+    return bytes(out[:n])
+
+
+def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
+    cmd = ["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency",
+           "http://127.0.0.1:%d%s" % (port, path)]
+    if close:
+        cmd[1:1] = ["-H", "Connection: close"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    out = r.stdout
+    reqs = int(re.search(r"(\d+) requests in", out).group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                  r"timeout (\d+)", out)
+    errors = sum(map(int, m.groups())) if m else 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    non2xx = int(m.group(1)) if m else 0
+    return reqs, errors, non2xx, out
+
+
+def under_load(port, seconds, during, conns=8):
+    """Runs wrk twice at once for `seconds`, with a new connection per
+    request and with keep-alive, while during() runs; returns
+    {"close": wrk(...), "keepalive": wrk(...)}."""
+    results = {}
+
+    def load(key):
+        results[key] = wrk(port, seconds=seconds, conns=conns,
+                           close=key == "close")
+    ts = [threading.Thread(target=load, args=(k,)) for k in ("close", "keepalive")]
+    for t in ts:
+        t.start()
+    try:
+        during()
+    finally:
+        for t in ts:
+            t.join()
+    return results
+
+
+def assert_no_failed_request(tc, results, label):
+    for k, (reqs, errors, non2xx, out) in results.items():
+        print("%s, %s: %d requests, %d errors, %d non-2xx"
+              % (label, k, reqs, errors, non2xx))
+        tc.assertGreater(reqs, 100, out)
+        tc.assertEqual(non2xx, 0, k + "\n" + out)
+        tc.assertEqual(errors, 0, k + "\n" + out)

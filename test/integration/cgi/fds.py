@@ -1,0 +1,15 @@
+#!/usr/bin/python3 -I
+# Lists its open fds (with their targets).  Listing /proc/self/fd opens a
+# descriptor of its own for a moment; it is gone again by the time each fd is
+# checked with fstat, so only descriptors the CGI was started with remain.
+import os
+out = ["uid=%d gid=%d" % (os.getuid(), os.getgid())]
+for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
+    try:
+        os.fstat(fd)
+        target = os.readlink("/proc/self/fd/%d" % fd)
+    except OSError:
+        continue
+    out.append("fd %d %s" % (fd, target))
+print("Content-Type: text/plain\n")
+print("\n".join(out))
