@@ -9,8 +9,10 @@
  * a few hot threads do the work.  A worker that picks up an accepted
  * connection posts a replacement AcceptEx and serves it (wn_conn.c) one
  * request at a time; between requests the connection waits on the port,
- * not in a thread (wn_keepalive.c).  A connection that ends gives its
- * socket back recycled (wn_recycle.c) to a LIFO context pool (wn_ctx.c).
+ * not in a thread (wn_keepalive.c).  A connection that ends lingers for
+ * the client's close and has its socket recycled on the port too
+ * (wn_close.c, wn_recycle.c), then goes back to a LIFO context pool
+ * (wn_ctx.c); a deadline list (wn_waits.c) ends waits past their time.
  * Every operation on the port is a wn_op whose OVERLAPPED is its first
  * member: one dispatch on completion (a connection socket's completions
  * carry its context as the key). */
@@ -30,6 +32,7 @@
 #include <mswsock.h>
 
 #include "wn_settings.h"
+#include "mpmng_once.h"
 #include "wn_reuse_policy.h"
 
 /* Every log line of this module starts with this tag. */
@@ -127,6 +130,8 @@ typedef enum {
     WN_OP_ACCEPTEX = 1,       /* AcceptEx completed (or failed) */
     WN_OP_ACCEPTED,           /* accept() fallback thread got one */
     WN_OP_READABLE,           /* a parked connection's zero-byte WSARecv */
+    WN_OP_LINGER,             /* a closing connection's read for the EOF */
+    WN_OP_RECYCLE,            /* TransmitFile/DisconnectEx reuse done */
     WN_OP_QUIT                /* worker: exit */
 } wn_op_kind;
 
@@ -168,11 +173,15 @@ typedef struct wn_ctx {
     apr_bucket_brigade *flush_bb;
     apr_interval_time_t ka_timeout;
 
-    /* parked for its next request (wn_keepalive.c) */
-    wn_op idle;               /* the zero-byte WSARecv */
-    apr_time_t ka_expires;
-    struct wn_ctx *ka_prev, *ka_next;
-    int ka_linked;
+    /* its one wait on the port: the next request (wn_keepalive.c) or the
+     * end (wn_close.c); listed on a wn_waitq until it completes */
+    wn_op wait_op;
+    apr_time_t wait_until;
+    struct wn_ctx *wait_prev, *wait_next;
+    int wait_linked;
+    apr_time_t linger_until;  /* lingering close: the last moment */
+    int recycle_after;        /* recycle (not close) at the client's EOF */
+    int fin_sent;             /* we shut down sending */
 } wn_ctx;
 
 wn_ctx *wn_ctx_get(wn_listener *l);           /* a free context or a new one */
@@ -212,7 +221,31 @@ void wn_accept_tick(void);                    /* housekeeping: back-off refill *
 void wn_accept_completed(wn_ctx *ctx, DWORD err, DWORD bytes);
 void wn_accept_stop(void);                    /* cancel and drain */
 
-/* ---- recycling (wn_recycle.c) ---- */
+/* ---- waits on the port with a deadline (wn_waits.c) ---- */
+/* A context is on at most one list at a time (its wait_* fields).  The
+ * list's lock also orders a cancel before the context's next wait. */
+typedef struct wn_waitq {
+    SRWLOCK lock;
+    wn_ctx *head, *tail;      /* in listing order */
+    volatile LONG count;
+} wn_waitq;
+
+#define WN_WAITQ_INIT { SRWLOCK_INIT, NULL, NULL, 0 }
+/* Lists ctx before its overlapped wait is posted (it may complete before
+ * the post returns). */
+void wn_waitq_add(wn_waitq *q, wn_ctx *ctx, apr_time_t until);
+/* Unlists ctx; 1 if it was listed (not cancelled or already taken). */
+int wn_waitq_remove(wn_waitq *q, wn_ctx *ctx);
+/* Cancels ctx->wait_op of the listed contexts past their time (n < 0) or
+ * of the first n; the cancelled completions end them.  For those past
+ * their time, extend (if given) may return a later deadline instead: the
+ * wait goes on, re-listed (called under the list's lock). */
+void wn_waitq_expire(wn_waitq *q, apr_time_t now, int n,
+                     apr_time_t (*extend)(wn_ctx *ctx, apr_time_t now));
+/* Associates ctx->s with the port (key: ctx) once; 0 if Windows refused. */
+int wn_waits_associate(wn_ctx *ctx);
+
+/* ---- recycling methods (wn_recycle.c) ---- */
 extern LPFN_ACCEPTEX wn_AcceptEx;
 extern LPFN_GETACCEPTEXSOCKADDRS wn_GetAcceptExSockaddrs;
 extern LPFN_TRANSMITFILE wn_TransmitFile;
@@ -222,9 +255,38 @@ apr_status_t wn_recycle_setup(SOCKET any_listener, int family);
 /* Before serving on a recycled socket: 0, or -1 when it cannot send (the
  * connection is dropped; recycling stops after a few). */
 int wn_recycle_check_reused(wn_ctx *ctx);
-/* Ends a served connection: lingering close, then recycle or close. */
-void wn_recycle_end(wn_ctx *ctx, conn_rec *c);
 const char *wn_recycle_method_name(void);
+/* How this child may recycle a connection's socket now. */
+typedef struct wn_recycle_plan {
+    wn_reuse_method method;   /* WN_METHOD_CLOSE: never */
+    int server_first;         /* while the client is still connected */
+    int after_shutdown;       /* after our shutdown and the client's EOF */
+} wn_recycle_plan;
+wn_recycle_plan wn_recycle_current(void);
+/* Posts the reuse of ctx->s (ctx->wait_op, WN_OP_RECYCLE, on the port);
+ * 0 if it could not be posted. */
+int wn_recycle_post(wn_ctx *ctx, wn_reuse_method m);
+/* The posted reuse completed: 1 if ctx->s can accept again (counted). */
+int wn_recycle_completed(wn_ctx *ctx);
+/* The reuse failed: counted, logged once, ctx->s closed. */
+void wn_recycle_failed(wn_ctx *ctx);
+/* Reuse in this thread, waiting at most 5 s (when the port cannot be
+ * used); 1 if ctx->s can accept again. */
+int wn_recycle_now(wn_ctx *ctx, wn_reuse_method m);
+
+/* ---- the end of a connection (wn_close.c) ---- */
+/* Ends a served connection: runs httpd's pre-close hooks, flushes, takes
+ * the socket from APR; then the caller clears the pool and calls
+ * wn_close_finish, which lingers for the client's close and recycles or
+ * closes the socket, on the port when it can. */
+void wn_close_begin(wn_ctx *ctx, conn_rec *c);
+void wn_close_finish(wn_ctx *ctx);
+void wn_close_completed(wn_ctx *ctx);         /* ctx->wait_op completed */
+void wn_close_expire(apr_time_t now);         /* linger and reuse limits */
+void wn_close_cancel_all(void);               /* stopping */
+int wn_close_count(void);                     /* connections closing */
+/* 1 if closes wait 50 ms for the client: the tick must run more often. */
+int wn_close_tick_soon(void);
 
 /* ---- workers (wn_worker.c) ---- */
 apr_status_t wn_workers_start(apr_pool_t *p, int n);
@@ -234,6 +296,7 @@ int wn_workers_stop(apr_interval_time_t grace);   /* still busy */
 void wn_conn_set_worker(int index);           /* this thread's scoreboard slot */
 void wn_serve(wn_ctx *ctx);                   /* a new connection */
 void wn_conn_readable(wn_ctx *ctx);           /* a parked one woke up */
+void wn_conn_ended(wn_ctx *ctx);              /* closed or recycled */
 void wn_conn_register_hooks(void);
 
 /* ---- keep-alive waits on the port (wn_keepalive.c) ---- */
@@ -257,6 +320,8 @@ typedef struct wn_counters {
     volatile LONG64 sockets_created;
     volatile LONG64 sockets_recycled;
     volatile LONG64 recycle_failed;
+    volatile LONG64 lingered;         /* closes that waited for the EOF */
+    volatile LONG64 linger_timeouts;  /* ... and were cut by the limit */
     volatile LONG64 accept_errors;
     volatile LONG workers_busy;
     volatile LONG workers_idle;
@@ -270,9 +335,11 @@ void wn_status_register(void);
 #else
 #define WN_PRINTF(f, a)
 #endif
-/* Logs the first time only (flag goes 0 -> 1): runtime faults must not
- * flood the error log once per request. */
-void wn_log_once(volatile LONG *flag, int level, apr_status_t rv,
-                 const char *fmt, ...) WN_PRINTF(4, 5);
+/* Logs the first time only (mpmng_log_once: an apr_uint32_t flag goes
+ * 0 -> 1 atomically), at the caller's file and line: runtime faults must
+ * not flood the error log once per request. */
+#define wn_log_once(flag, level, rv, ...)                                  \
+    mpmng_log_once((flag), APLOG_MARK, (level), (rv), ap_server_conf,     \
+                   __VA_ARGS__)
 
 #endif

@@ -21,7 +21,7 @@ wn_listener *wn_listeners;
  * quarter second) before posting again: never spin on a broken provider. */
 #define WN_ACCEPT_BACKOFF 8
 
-static volatile LONG log_no_ctx, log_no_socket, log_post, log_fail,
+static apr_uint32_t log_no_ctx, log_no_socket, log_post, log_fail,
                      log_sync_fail, log_mfile;
 
 static wn_accf accf_for(ap_listen_rec *lr, server_rec *s)
@@ -223,7 +223,7 @@ static DWORD WINAPI accept_thread(void *arg)
 {
     wn_listener *l = arg;
     u_long on = 1;
-    static volatile LONG log_blocking;
+    static apr_uint32_t log_blocking;
 
     /* Non-blocking, so a client gone between select() and accept() does
      * not stop this thread; without it, that case waits for the next. */

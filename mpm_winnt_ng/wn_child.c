@@ -47,14 +47,17 @@ static void fail_start(const char *what, apr_status_t rv)
     exit(APEXIT_CHILDINIT);
 }
 
-/* Ends keep-alive waits past their time; publishes the counts
- * server-status shows for async MPMs. */
+/* Ends keep-alive and closing waits past their time; publishes the
+ * counts server-status shows for async MPMs. */
 static void tick_connections(void)
 {
     process_score *ps = &ap_scoreboard_image->parent[wn_slot];
+    apr_time_t now = apr_time_now();
 
-    wn_keepalive_expire(apr_time_now());
+    wn_keepalive_expire(now);
+    wn_close_expire(now);
     ps->keep_alive = (apr_uint32_t)wn_keepalive_count();
+    ps->lingering_close = (apr_uint32_t)wn_close_count();
     ps->connections = (apr_uint32_t)wn_stats.connections;
 }
 
@@ -70,6 +73,7 @@ static void drain_connections(apr_interval_time_t limit)
         tick_connections();
     }
     wn_keepalive_close_all();
+    wn_close_cancel_all();
 }
 
 /* Waits for the exit event, the parent's death or (in a child whose
@@ -90,7 +94,8 @@ static void serve_until_told(HANDLE exit_event)
                          "process; this child will not notice if it dies");
     }
     for (;;) {
-        DWORD r = WaitForMultipleObjects(n, wait, FALSE, 250);
+        DWORD r = WaitForMultipleObjects(n, wait, FALSE,
+                                         wn_close_tick_soon() ? 25 : 250);
 
         if (r == WAIT_TIMEOUT) {
             wn_accept_tick();

@@ -2,7 +2,7 @@
  * process_connection hooks for one request at a time (the async contract:
  * they return with c->cs->state saying what the connection waits for),
  * write what is left, then park it for its next request (wn_keepalive.c)
- * or end it (wn_recycle.c).  No worker waits for a client between
+ * or end it (wn_close.c).  No worker waits for a client between
  * requests, unless parking is impossible: then it waits as stock does. */
 #include "wn.h"
 
@@ -31,7 +31,7 @@ void wn_conn_set_worker(int index)
  * Each option set is a wineserver round trip under Wine. */
 static int prepare_socket(wn_ctx *ctx)
 {
-    static volatile LONG log_blocking;
+    static apr_uint32_t log_blocking;
     apr_os_sock_info_t info;
     int ok = 1;
 
@@ -158,12 +158,18 @@ static void wait_in_thread(wn_ctx *ctx)
     ctx->cs.state = CONN_STATE_PROCESSING;
 }
 
+/* httpd's part ends here; the socket's end may wait on the port. */
 static void end_connection(wn_ctx *ctx)
 {
-    wn_recycle_end(ctx, ctx->c);
+    wn_close_begin(ctx, ctx->c);
     ctx->c = NULL;
     ctx->sock = NULL;
     apr_pool_clear(ctx->ptrans);
+    wn_close_finish(ctx);
+}
+
+void wn_conn_ended(wn_ctx *ctx)
+{
     wn_ctx_put(ctx);
     InterlockedDecrement(&wn_stats.connections);
     wn_child_connection_done();
@@ -212,9 +218,7 @@ void wn_serve(wn_ctx *ctx)
         run(ctx);
     else {
         apr_pool_clear(ctx->ptrans);
-        wn_ctx_put(ctx);
-        InterlockedDecrement(&wn_stats.connections);
-        wn_child_connection_done();
+        wn_conn_ended(ctx);
     }
     InterlockedDecrement(&wn_stats.workers_busy);
 }

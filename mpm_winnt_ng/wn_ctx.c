@@ -25,7 +25,7 @@ SOCKET wn_ctx_new_socket(wn_listener *l)
 
 int wn_no_inherit(SOCKET s)
 {
-    static volatile LONG logged;
+    static apr_uint32_t logged;
 
     if (SetHandleInformation((HANDLE)s, HANDLE_FLAG_INHERIT, 0))
         return 1;

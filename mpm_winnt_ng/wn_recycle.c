@@ -7,7 +7,8 @@
  * (accept, send, end, recycle, accept again, send again): Wine 8, for one,
  * completes DisconnectEx reuse and then fails every send on the socket.  At
  * run time, recycled sockets that keep breaking while fresh ones work turn
- * recycling off (wn_reuse_policy.c). */
+ * recycling off (wn_reuse_policy.c).  When a connection ends is
+ * wn_close.c's to decide; this file issues the reuse. */
 #include "wn.h"
 
 #include "http_connection.h"
@@ -19,9 +20,10 @@ LPFN_TRANSMITFILE wn_TransmitFile;
 LPFN_DISCONNECTEX wn_DisconnectEx;
 
 static wn_reuse_state reuse;
+static int reuse_after_shutdown;       /* passed the third check */
 static SRWLOCK reuse_lock = SRWLOCK_INIT;
 static volatile LONG reuse_trusted;    /* no more checks: see wn_reuse_needs_check */
-static volatile LONG log_disabled, log_failed;
+static apr_uint32_t log_disabled, log_failed;
 
 static void *extension(SOCKET s, GUID id)
 {
@@ -34,8 +36,8 @@ static void *extension(SOCKET s, GUID id)
     return fn;
 }
 
-/* Resets s for another AcceptEx.  event: a manual wait for completion
- * (accept sockets are not on the port). */
+/* Resets s for another AcceptEx, waiting for it in this thread: the
+ * start-up checks, and sockets that could not join the port. */
 static int reuse_socket(SOCKET s, wn_reuse_method m, HANDLE event)
 {
     OVERLAPPED ov;
@@ -115,9 +117,13 @@ static int probe_round(SOCKET lsn, SOCKET acc, struct sockaddr_in *at,
     return exchange_byte(acc, cli);
 }
 
-/* The two ways a connection ends.  Client first: the client closes, we
- * read its EOF, then recycle.  Server first: we recycle while the client
- * is connected; the method's disconnect must deliver our FIN. */
+/* The ways a connection ends.  Client first: the client closes, we read
+ * its EOF, then recycle.  Server first: we recycle while the client is
+ * connected; the method's disconnect must deliver our FIN.  After
+ * shutdown (lingering close): we shut down sending, the client sees our
+ * FIN and closes, we read its EOF, then recycle. */
+typedef enum { END_CLIENT_FIRST, END_SERVER_FIRST, END_AFTER_SHUTDOWN } end_way;
+
 static int probe_end_client_first(SOCKET acc, SOCKET cli)
 {
     char c;
@@ -136,7 +142,16 @@ static int probe_client_sees_eof(SOCKET cli)
     return recv(cli, &c, 1, 0) == 0;
 }
 
-static int probe(wn_reuse_method m, int server_first)
+static int probe_end_after_shutdown(SOCKET acc, SOCKET cli)
+{
+    char c;
+    /* cli has a 2 s receive timeout from exchange_byte() */
+    int ok = shutdown(acc, SD_SEND) == 0 && recv(cli, &c, 1, 0) == 0;
+
+    return probe_end_client_first(acc, cli) && ok;    /* closes cli */
+}
+
+static int probe(wn_reuse_method m, end_way way)
 {
     SOCKET lsn, acc, cli1 = INVALID_SOCKET, cli2 = INVALID_SOCKET;
     struct sockaddr_in at;
@@ -157,10 +172,12 @@ static int probe(wn_reuse_method m, int server_first)
         goto done;
     if (!probe_round(lsn, acc, &at, event, &cli1))
         goto done;
-    if (server_first)
+    if (way == END_SERVER_FIRST)
         ok = reuse_socket(acc, m, event) && probe_client_sees_eof(cli1);
     else {
-        ok = probe_end_client_first(acc, cli1) && reuse_socket(acc, m, event);
+        ok = (way == END_CLIENT_FIRST ? probe_end_client_first(acc, cli1)
+                                      : probe_end_after_shutdown(acc, cli1))
+             && reuse_socket(acc, m, event);
         cli1 = INVALID_SOCKET;
     }
     ok = ok && probe_round(lsn, acc, &at, event, &cli2);
@@ -201,12 +218,15 @@ apr_status_t wn_recycle_setup(SOCKET any_listener, int family)
 
     if (wn_TransmitFile && (mode == WN_REUSE_AUTO
                             || mode == WN_REUSE_TRANSMITFILE))
-        tf_ok = probe(WN_METHOD_TRANSMITFILE, 0);
+        tf_ok = probe(WN_METHOD_TRANSMITFILE, END_CLIENT_FIRST);
     if (wn_DisconnectEx && (mode == WN_REUSE_DISCONNECTEX
                             || (mode == WN_REUSE_AUTO && !tf_ok)))
-        dx_ok = probe(WN_METHOD_DISCONNECTEX, 0);
+        dx_ok = probe(WN_METHOD_DISCONNECTEX, END_CLIENT_FIRST);
     m = wn_reuse_choose(mode, tf_ok, dx_ok);
-    wn_reuse_init(&reuse, m, m != WN_METHOD_CLOSE && probe(m, 1));
+    wn_reuse_init(&reuse, m, m != WN_METHOD_CLOSE
+                             && probe(m, END_SERVER_FIRST));
+    reuse_after_shutdown = m != WN_METHOD_CLOSE
+                           && probe(m, END_AFTER_SHUTDOWN);
 
     if (mode == WN_REUSE_OFF)
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
@@ -220,44 +240,26 @@ apr_status_t wn_recycle_setup(SOCKET any_listener, int family)
                      wn_reuse_name(mode));
     else
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
-                     "accept sockets are recycled with %s%s", method_name(m),
-                     reuse.server_first ? "" : " when the client closes "
-                     "first (the check of connections the server closes "
-                     "failed: those sockets are closed)");
+                     "accept sockets are recycled with %s: when the server "
+                     "closes %s, after a lingering close %s",
+                     method_name(m),
+                     reuse.server_first ? "yes" : "no (check failed)",
+                     reuse_after_shutdown ? "yes" : "no (check failed)");
     return APR_SUCCESS;
 }
 
-/* ---- end of a connection ---- */
+/* ---- reusing a connection's socket ---- */
 
-/* Reads until the client's EOF, as lingering close does, so the socket
- * ends cleanly (no RST) and can be reused.  0 if the client did not
- * close in time. */
-static int drain_to_eof(apr_socket_t *sock)
+wn_recycle_plan wn_recycle_current(void)
 {
-    char buf[512];
-    apr_time_t until = apr_time_now() + apr_time_from_sec(30);
-
-    apr_socket_timeout_set(sock, apr_time_from_sec(2));
-    for (;;) {
-        apr_size_t n = sizeof buf;
-        apr_status_t rv = apr_socket_recv(sock, buf, &n);
-
-        if (APR_STATUS_IS_EOF(rv) || (rv == APR_SUCCESS && n == 0))
-            return 1;
-        if (rv != APR_SUCCESS || apr_time_now() > until)
-            return 0;
-    }
-}
-
-static wn_reuse_method current_method(int *server_first)
-{
-    wn_reuse_method m;
+    wn_recycle_plan p;
 
     AcquireSRWLockShared(&reuse_lock);
-    m = reuse.method;
-    *server_first = reuse.server_first;
+    p.method = reuse.method;
+    p.server_first = reuse.server_first;
+    p.after_shutdown = reuse.method != WN_METHOD_CLOSE && reuse_after_shutdown;
     ReleaseSRWLockShared(&reuse_lock);
-    return m;
+    return p;
 }
 
 int wn_recycle_check_reused(wn_ctx *ctx)
@@ -286,83 +288,54 @@ int wn_recycle_check_reused(wn_ctx *ctx)
     return broke ? -1 : 0;
 }
 
-typedef enum { PEER_OPEN, PEER_CLOSED, PEER_SENT } peer_state;
-
-/* Has the client closed (EOF waiting), sent more, or neither?  Waits up
- * to wait_ms for it to close. */
-static peer_state peer(SOCKET s, int wait_ms)
+int wn_recycle_post(wn_ctx *ctx, wn_reuse_method m)
 {
-    fd_set rs;
-    struct timeval tv;
-    char c;
-    int n;
+    BOOL ok;
 
-    FD_ZERO(&rs);
-    FD_SET(s, &rs);
-    tv.tv_sec = 0;
-    tv.tv_usec = wait_ms * 1000;
-    if (select(0, &rs, NULL, NULL, &tv) <= 0)
-        return PEER_OPEN;
-    n = recv(s, &c, 1, MSG_PEEK);
-    return n == 0 ? PEER_CLOSED : PEER_SENT;
+    memset(&ctx->wait_op.ov, 0, sizeof ctx->wait_op.ov);
+    ctx->wait_op.kind = WN_OP_RECYCLE;
+    if (m == WN_METHOD_TRANSMITFILE)
+        ok = wn_TransmitFile(ctx->s, NULL, 0, 0, &ctx->wait_op.ov, NULL,
+                             TF_DISCONNECT | TF_REUSE_SOCKET);
+    else if (m == WN_METHOD_DISCONNECTEX && wn_DisconnectEx)
+        ok = wn_DisconnectEx(ctx->s, &ctx->wait_op.ov, TF_REUSE_SOCKET, 0);
+    else
+        return 0;
+    return ok || WSAGetLastError() == WSA_IO_PENDING;
 }
 
-/* What a client-side close costs us before the server would send its
- * FIN anyway: lingering close waits for the client's EOF too. */
-#define WN_WAIT_CLIENT_CLOSE_MS 50
-
-static void close_lingering(wn_ctx *ctx)
+void wn_recycle_failed(wn_ctx *ctx)
 {
-    if (apr_socket_shutdown(ctx->sock, APR_SHUTDOWN_WRITE) == APR_SUCCESS)
-        drain_to_eof(ctx->sock);
-    apr_socket_close(ctx->sock);
-    ctx->s = INVALID_SOCKET;
-    ctx->recycled = 0;
-}
-
-void wn_recycle_end(wn_ctx *ctx, conn_rec *c)
-{
-    int server_first;
-    wn_reuse_method m = current_method(&server_first);
-    apr_os_sock_t none = INVALID_SOCKET;
-    apr_interval_time_t timeout;
-    peer_state st;
-
-    if (m == WN_METHOD_CLOSE || c->aborted
-        || ctx->listener->accf != WN_ACCF_CONNECT) {
-        ap_lingering_close(c);             /* closes ctx->s */
-        ctx->s = INVALID_SOCKET;
-        ctx->recycled = 0;
-        return;
-    }
-    ap_prep_lingering_close(c);
-    ap_flush_conn(c);
-    if (c->aborted) {
-        apr_socket_close(ctx->sock);
-        ctx->s = INVALID_SOCKET;
-        ctx->recycled = 0;
-        return;
-    }
-    st = peer(ctx->s, server_first ? 0 : WN_WAIT_CLIENT_CLOSE_MS);
-    if (st == PEER_SENT || (st == PEER_OPEN && !server_first)) {
-        close_lingering(ctx);
-        return;
-    }
-    /* Take the socket back from APR so the pool cleanup leaves it open;
-     * APR's timeout 0 is the socket's non-blocking mode. */
-    apr_socket_timeout_get(ctx->sock, &timeout);
-    ctx->nonblocking = timeout == 0;
-    apr_os_sock_put(&ctx->sock, &none, ctx->ptrans);
-    if (!ctx->event)
-        ctx->event = CreateEventA(NULL, TRUE, FALSE, NULL);
-    if (ctx->event && reuse_socket(ctx->s, m, ctx->event)) {
-        ctx->recycled = 1;
-        InterlockedIncrement64(&wn_stats.sockets_recycled);
-        return;
-    }
     InterlockedIncrement64(&wn_stats.recycle_failed);
     wn_log_once(&log_failed, APLOG_WARNING, apr_get_netos_error(), WN_TAG
                 "recycling an accept socket with %s failed; it is closed "
-                "(logged once; counted in server-status)", method_name(m));
+                "(logged once; counted in server-status)",
+                method_name(wn_recycle_current().method));
     wn_ctx_drop_socket(ctx);
+}
+
+static int recycled(wn_ctx *ctx, int ok)
+{
+    if (!ok) {
+        wn_recycle_failed(ctx);
+        return 0;
+    }
+    ctx->recycled = 1;
+    InterlockedIncrement64(&wn_stats.sockets_recycled);
+    return 1;
+}
+
+int wn_recycle_completed(wn_ctx *ctx)
+{
+    DWORD n = 0, flags = 0;
+
+    return recycled(ctx, WSAGetOverlappedResult(ctx->s, &ctx->wait_op.ov, &n,
+                                                FALSE, &flags));
+}
+
+int wn_recycle_now(wn_ctx *ctx, wn_reuse_method m)
+{
+    if (!ctx->event)
+        ctx->event = CreateEventA(NULL, TRUE, FALSE, NULL);
+    return recycled(ctx, ctx->event && reuse_socket(ctx->s, m, ctx->event));
 }

@@ -1,5 +1,4 @@
-/* Counters of this child in server-status (?auto: "WinNTNG<Name>: N"),
- * and log-once. */
+/* Counters of this child in server-status (?auto: "WinNTNG<Name>: N"). */
 #include "wn.h"
 
 #include "http_protocol.h"
@@ -34,6 +33,8 @@ static int show_counters(request_rec *r, int flags)
         { "SocketsCreated", offsetof(wn_counters, sockets_created) },
         { "SocketsRecycled", offsetof(wn_counters, sockets_recycled) },
         { "RecycleFailed", offsetof(wn_counters, recycle_failed) },
+        { "Lingered", offsetof(wn_counters, lingered) },
+        { "LingerTimeouts", offsetof(wn_counters, linger_timeouts) },
         { "AcceptErrors", offsetof(wn_counters, accept_errors) },
     };
     size_t i;
@@ -55,6 +56,7 @@ static int show_counters(request_rec *r, int flags)
         ap_rprintf(r, "WinNTNGWorkersBusy: %ld\n", (long)wn_stats.workers_busy);
         ap_rprintf(r, "WinNTNGConnections: %ld\n", (long)wn_stats.connections);
         ap_rprintf(r, "WinNTNGKeepAliveParked: %d\n", wn_keepalive_count());
+        ap_rprintf(r, "WinNTNGClosing: %d\n", wn_close_count());
         ap_rprintf(r, "WinNTNGChildPid: %lu\n", (unsigned long)wn_my_pid);
         show_serving_pids(r);
         return OK;
@@ -73,18 +75,4 @@ void wn_status_register(void)
 {
     APR_OPTIONAL_HOOK(ap, status_hook, show_counters, NULL, NULL,
                       APR_HOOK_MIDDLE);
-}
-
-void wn_log_once(volatile LONG *flag, int level, apr_status_t rv,
-                 const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    if (InterlockedExchange(flag, 1) != 0)
-        return;
-    va_start(ap, fmt);
-    apr_vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ap_log_error(APLOG_MARK, level, rv, ap_server_conf, "%s", msg);
 }

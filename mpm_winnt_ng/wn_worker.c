@@ -1,6 +1,7 @@
 /* Worker threads: wait on the completion port (the port releases the
  * thread that blocked last first) and dispatch: an accepted connection, a
- * parked connection's next request (completion key: its context), quit. */
+ * connection's wait (completion key: its context): its next request, or
+ * its lingering close or socket reuse; quit. */
 #include "wn.h"
 
 #include "http_connection.h"
@@ -45,15 +46,19 @@ static DWORD WINAPI worker_main(void *arg)
             continue;
         }
         if (key) {
-            /* a connection socket's: our keep-alive wait, or one of APR's
-             * own overlapped calls (it waits on its event; ignore) */
+            /* a connection socket's: our wait, or one of APR's own
+             * overlapped calls (it waits on its event; ignore) */
             wn_ctx *ctx = (wn_ctx *)key;
 
-            if (ov == &ctx->idle.ov) {
+            if (ov != &ctx->wait_op.ov)
+                continue;
+            if (ctx->wait_op.kind == WN_OP_READABLE) {
                 ap_update_child_status_from_indexes(wn_slot, my_index,
                                                     SERVER_BUSY_READ, NULL);
                 wn_conn_readable(ctx);
             }
+            else
+                wn_close_completed(ctx);
             continue;
         }
         op = (wn_op *)ov;

