@@ -219,7 +219,8 @@ apr_status_t wn_accept_setup(apr_pool_t *p);
 void wn_accept_fill(wn_listener *l);          /* post up to AcceptExPending */
 void wn_accept_tick(void);                    /* housekeeping: back-off refill */
 void wn_accept_completed(wn_ctx *ctx, DWORD err, DWORD bytes);
-void wn_accept_stop(void);                    /* cancel and drain */
+/* Cancels and drains the AcceptEx calls, calling tick every 20 ms. */
+void wn_accept_stop(void (*tick)(void));
 
 /* ---- waits on the port with a deadline (wn_waits.c) ---- */
 /* A context is on at most one list at a time (its wait_* fields).  The

@@ -351,15 +351,20 @@ static LONG pending_total(void)
     return left;
 }
 
-static void wait_pending(int ms)
+/* tick: the child's timers go on meanwhile (a closing connection may be
+ * waiting for its FIN from them). */
+static void wait_pending(int ms, void (*tick)(void))
 {
     int waited;
 
-    for (waited = 0; waited < ms && pending_total(); waited += 10)
+    for (waited = 0; waited < ms && pending_total(); waited += 10) {
         Sleep(10);
+        if (waited % 20 == 0)
+            tick();
+    }
 }
 
-void wn_accept_stop(void)
+void wn_accept_stop(void (*tick)(void))
 {
     wn_listener *l;
 
@@ -369,13 +374,13 @@ void wn_accept_stop(void)
      * moments (nothing is reposted): serve those rather than cancel them.
      * Cancelling races a connection being attached to the call, and Wine
      * then drops that connection. */
-    wait_pending(10000);
+    wait_pending(10000, tick);
     for (l = wn_listeners; l; l = l->next)
         if (l->accf != WN_ACCF_NONE && l->pending)
             CancelIoEx((HANDLE)l->s, NULL);
     /* Workers dequeue the cancelled (or just-completed) calls: a call that
      * completed with a connection before the cancel is served. */
-    wait_pending(5000);
+    wait_pending(5000, tick);
     for (l = wn_listeners; l; l = l->next) {
         if (l->thread) {
             WaitForSingleObject(l->thread, 2000);

@@ -69,7 +69,7 @@ static void drain_connections(apr_interval_time_t limit)
     apr_time_t until = apr_time_now() + limit;
 
     while (wn_stats.connections > 0 && apr_time_now() < until) {
-        Sleep(50);
+        Sleep(wn_close_tick_soon() ? 25 : 50);
         tick_connections();
     }
     wn_keepalive_close_all();
@@ -156,7 +156,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
                  "(%d waiting for a keep-alive request)",
                  (unsigned long)wn_my_pid, (long)wn_stats.connections,
                  wn_keepalive_count());
-    wn_accept_stop();
+    wn_accept_stop(tick_connections);
     drain_connections(wn_drain_time());
     busy = wn_workers_stop(apr_time_from_sec(2));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG

@@ -135,9 +135,8 @@ def pid_alive(pid):
         return False
 
 
-def children_of(ppid):
-    """PIDs whose parent is ppid (from /proc), excluding zombies."""
-    kids = []
+def processes():
+    """(pid, state letter, parent pid) of every process, from /proc."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -146,9 +145,13 @@ def children_of(ppid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == ppid and fields[0] != "Z":
-            kids.append(int(name))
-    return sorted(kids)
+        yield int(name), fields[0], int(fields[1])
+
+
+def children_of(ppid):
+    """PIDs whose parent is ppid (from /proc), excluding zombies."""
+    return sorted(pid for pid, state, parent in processes()
+                  if parent == ppid and state != "Z")
 
 
 class Httpd:

@@ -33,19 +33,13 @@ class Reaper:
         that subprocess.Popen waits for itself (self.managed) are left to
         it, so their exit status is not lost."""
         me = os.getpid()
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in self.managed:
+        for pid, state, parent in privhttpd.processes():
+            if pid in self.managed or state != "Z" or parent != me:
                 continue
             try:
-                with open("/proc/%s/stat" % name) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] == "Z" and int(fields[1]) == me:
-                try:
-                    os.waitpid(int(name), os.WNOHANG)
-                except ChildProcessError:
-                    pass
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
     def stop_httpd(self, pidfile, timeout=15):
         """SIGTERM an httpd parent from its pidfile so it cleans up its

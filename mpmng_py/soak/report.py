@@ -4,7 +4,8 @@ soak.png (RSS and descriptors over time, restarts and kills marked, drawn
 with gnuplot when it is installed).  samples.tsv is written by the sampler."""
 import os
 import shutil
-import subprocess
+
+from mpmng_py.bench.report import gnuplot
 
 
 def write_tsv(path, columns, rows):
@@ -56,12 +57,7 @@ def plot(out, events, seconds):
         "title 'connections in CLOSE-WAIT'",
         "unset multiplot",
     ])
-    with open(os.path.join(out, "plot.gp"), "w") as f:
-        f.write(script + "\n")
-    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, cwd=out)
-    if r.returncode != 0:
-        print("gnuplot failed:", r.stderr[-1000:])
-    return r.returncode == 0
+    return gnuplot(script, out)
 
 
 def pct(x):

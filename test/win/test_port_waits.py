@@ -170,5 +170,39 @@ class AcceptExPending(unittest.TestCase):
             h.stop()
 
 
+# Wine's winsock trace of one TransmitFile call that sends from a file
+# (the socket's reuse passes no file: 0000000000000000).
+FILE_SEND = re.compile(r"WS2_TransmitFile socket \S+, file (?!0{16})[0-9A-Fa-f]+, "
+                       r"file_len (\d+)")
+
+
+@unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
+class TransmitFileObserved(unittest.TestCase):
+    """Static files go out by TransmitFile with EnableSendfile On (and not
+    with Off), seen in Wine's own trace of the server's winsock calls."""
+
+    def file_sends(self, sendfile):
+        h = WinHttpd(threads=4, env={"WINEDEBUG": "trace+winsock"},
+                     extra="EnableSendfile %s\n" % sendfile)
+        body = bytes(range(256)) * 4096            # 1 MiB
+        h.put("big.bin", body)
+        h.start()
+        try:
+            code, _, got = h.get("/big.bin", timeout=60)
+        finally:
+            h.stop()
+        self.assertEqual((code, got), (200, body))
+        trace = h.console()
+        self.assertIn("trace:winsock:", trace, "Wine wrote no winsock trace")
+        return [int(n) for n in FILE_SEND.findall(trace)]
+
+    def test_large_files_go_out_by_transmitfile(self):
+        sends = self.file_sends("On")
+        self.assertGreaterEqual(sum(sends), 1 << 20, sends)
+
+    def test_not_with_sendfile_off(self):
+        self.assertEqual(self.file_sends("Off"), [])
+
+
 if __name__ == "__main__":
     unittest.main()
