@@ -1,23 +1,41 @@
-/* mpm_reuseport internals shared by its parts:
- *   mod_mpm_reuseport.c  module record, hooks, ap_mpm_query
+/* mpm_reuseport's internals.  Every file of mpm_reuseport/, what it owns:
+ *   mod_mpm_reuseport.c  module record, hooks, ap_mpm_query; the globals below
+ *   rp.h                 this file: the parent's and shared declarations
  *   rp_config.c          directives, pre_config/check_config
- *   rp_settings.c        pure resolution of directive values into limits
+ *   rp_settings.c/.h     pure resolution of directive values into limits
  *   rp_listen.c          per-bucket SO_REUSEPORT listeners kept across restarts
+ *   rp_steer.c           which bucket socket the kernel gives a connection
+ *   rp_affinity.c        ReusePortCPUAffinity: pinning, the locality sample
+ *   rp_cpumap.c/.h       which CPUs serve which bucket (pure)
+ *   rp_generation.c      graceful restart: hand-over between generations
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
- *   rp_child.c           a child: threads, signals, stopping (rp_child.h)
+ *   rp_relief.c          which stuck bucket needs another child (the parent
+ *                        starts it)
+ *   rp_watch.c/.h        when a bucket is stuck (pure)
+ *   rp_bstats.c          per-bucket numbers: server-status, progress
+ *   rp_child.c/.h        a child: set-up, threads, signals, stopping;
+ *                        rp_child.h: the child's state, shared by its parts
  *   rp_loop.c            parking connections; the timer/drain thread
  *   rp_accept.c          accepting, by the leading worker
+ *   rp_balance.c         children of a bucket share it: when to pause
+ *   rp_share.c/.h        a child's share of its bucket (pure)
+ *   rp_conn_life.c       a connection's creation and release, its pool
+ *                        stock (rp_child.h)
  *   rp_conn.c            a connection's state machine, run by workers
- *   rp_readahead.c       reading a request whole before a worker runs it
- *   rp_inbuf.c           the bytes read ahead: the filter that holds them
- *   rp_tlsbody.c         files over TLS read in whole records, not mapped
- *   rp_reqscan.c         is a request whole? (pure)
- *   rp_rtimeout.c        how long to wait for it (pure)
+ *   rp_callbacks.c       timed callbacks, suspended connections
+ *   rp_hold.c            response headers held until the body
+ *   rp_readahead.c/.h    reading a request whole before a worker runs it
+ *   rp_inbuf.c/.h        the bytes read ahead: the filter that holds them
+ *   rp_tlsbody.c/.h      files over TLS read in whole records, not mapped
+ *   rp_reqscan.c/.h      is a request whole? (pure)
+ *   rp_rtimeout.c/.h     how long to wait for it (pure)
  *   rp_rtconf.c          RequestReadTimeout per server, for rp_rtimeout
- *   rp_poll*.c           readiness backends (epoll)
- *   rp_timeq.c           timeout queues of parked connections
- *   rp_lf.c              leader/followers among a child's workers
- *   rp_stock.c           a child's stock of idle connection pools */
+ *   rp_poll.h            readiness seam; rp_poll_epoll.c: epoll backend
+ *   rp_timeq.c/.h        timeout queues of parked connections
+ *   rp_lf.c/.h           leader/followers among a child's workers
+ *   rp_stock.c/.h        a bounded stock of idle connection pools
+ * Below, each declaration stands under the file that defines it, with who
+ * may call it. */
 #ifndef RP_H
 #define RP_H
 
@@ -76,7 +94,8 @@ typedef struct rp_retained {
     int slot_taken_over;         /* a new child waits for an old one's slot */
 } rp_retained;
 
-/* Global state of the running generation. */
+/* Global state of the running generation, defined in mod_mpm_reuseport.c
+ * (set by it, rp_config.c and rp_listen.c); any file reads it. */
 extern rp_retained *rp_state;
 extern rp_settings rp_conf;     /* as read from the configuration */
 extern rp_limits rp_lim;        /* as resolved by check_config */
@@ -84,13 +103,37 @@ extern rp_bucket *rp_buckets;   /* rp_lim.num_buckets entries, in pconf */
 extern apr_pool_t *rp_pconf;
 extern int rp_one_process;
 
-/* rp_config.c */
+/* rp_config.c: the configuration phases (mod_mpm_reuseport.c hooks them) */
 extern const command_rec rp_directives[];
 int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp);
 int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                     server_rec *s);
 
-/* rp_generation.c: graceful restart hand-over */
+/* rp_listen.c: the buckets' sockets.  Callers: mod_mpm_reuseport.c
+ * (open_logs), rp_parent.c (close_all, stop_deferring, forking_own_child,
+ * the note), rp_child.c (close_other_buckets), rp_config.c (disarm). */
+int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
+void rp_listen_close_other_buckets(int keep_bucket);
+void rp_listen_close_all(void);
+void rp_listen_stop_deferring(void);
+void rp_listen_forking_own_child(int on);
+void rp_listen_disarm_fork_hygiene(void);
+extern const char *rp_listen_note;   /* why fewer buckets, if so */
+
+/* rp_steer.c: new connections go to the current generation's buckets.
+ * Caller: rp_listen.c, once the buckets are open. */
+void rp_steer_buckets(int nb);
+
+/* rp_affinity.c: ReusePortCPUAffinity, and the locality sample.  Callers:
+ * rp_listen.c (setup), rp_steer.c (map), rp_child.c (pin), rp_conn.c
+ * (sample). */
+void rp_affinity_setup(int nb);         /* parent, per generation */
+const struct rp_cpumap *rp_affinity_map(void);  /* NULL: not in use */
+void rp_affinity_pin(int bucket);       /* child, before its threads */
+void rp_affinity_sample(apr_socket_t *sock);    /* worker, per request */
+
+/* rp_generation.c: graceful restart hand-over.  Callers: rp_parent.c;
+ * rp_relief.c (retiring); rp_child.c (close_retiring_in_child). */
 int rp_gen_open_pods(void);
 void rp_gen_retire_current(void);
 void rp_gen_stop_retiring(ap_podx_restart_t how);
@@ -99,7 +142,38 @@ void rp_gen_hand_over_when_ready(void);
 void rp_gen_close_retiring_in_child(void);
 int rp_gen_config_ok(void);
 
-/* rp_bstats.c: per-bucket numbers for server-status */
+/* rp_parent.c: the parent's main loop (mod_mpm_reuseport.c's mpm hook). */
+int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
+
+/* rp_relief.c: stuck buckets get another child (ReusePortStuckTimeout).
+ * It decides; the parent starts the child.  Caller: rp_parent.c only. */
+void rp_relief_setup(void);
+/* A bucket that needs another child: connections have waited in its queue
+ * for `stalled` (`queued` now) while its children accepted none. */
+typedef struct rp_relief_need {
+    int bucket;
+    apr_uint32_t queued;
+    apr_time_t stalled;
+} rp_relief_need;
+/* One look at the buckets, from *next on: 1 with *need filled in and *next
+ * moved past it when a bucket needs another child (the caller starts one,
+ * reports with rp_relief_started() and looks on); 0 when none (further)
+ * does. */
+int rp_relief_look(apr_time_t now, int *next, rp_relief_need *need);
+/* The child started for need->bucket: its pid, 0 when no slot was free,
+ * -1 when fork failed. */
+void rp_relief_started(const rp_relief_need *need, pid_t pid);
+/* 1 when bucket b has been fine long enough to give back a child it was
+ * given; rp_relief_child_going() when one of its children is told to go. */
+int rp_relief_surplus(int b, apr_time_t now);
+void rp_relief_child_going(int b);
+/* How often the parent should look, or 0 when relief is off. */
+apr_interval_time_t rp_relief_interval(void);
+
+/* rp_bstats.c: per-bucket numbers for server-status.  Callers: rp_parent.c
+ * (setup, sample), rp_accept.c (accepted), mod_mpm_reuseport.c (status,
+ * request_done hooks), rp_balance.c (queue_of), rp_relief.c (progress),
+ * rp_child.c (child_started), rp_affinity.c (locality). */
 void rp_bstats_setup(apr_pool_t *pconf);
 void rp_bstats_accepted(int bucket);
 void rp_bstats_sample(void);
@@ -114,70 +188,38 @@ void rp_bstats_queue_of(int bucket, apr_uint32_t *queued,
 int rp_bstats_progress(int bucket, apr_uint32_t *queued,
                        apr_uint64_t *accepted);
 
-/* Requests served per child: reset at a child's start; counted by a
- * log_transaction hook. */
+/* Requests served per child: reset at a child's start (which tells this
+ * process its slot); counted by a log_transaction hook. */
 void rp_bstats_child_started(int slot);
 int rp_bstats_request_done(request_rec *r);
-int rp_child_slot(void);        /* rp_child.c: -1 outside a child */
 
 /* One request looked at: run on the CPU that received it, or not. */
 void rp_bstats_locality(int bucket, int local);
 
-/* rp_affinity.c: ReusePortCPUAffinity, and the locality sample */
-void rp_affinity_setup(int nb);         /* parent, per generation */
-const struct rp_cpumap *rp_affinity_map(void);  /* NULL: not in use */
-void rp_affinity_pin(int bucket);       /* child, before its threads */
-void rp_affinity_sample(apr_socket_t *sock);    /* worker, per request */
+/* rp_child.c: a child's life (more in rp_child.h).  Callers: rp_parent.c
+ * (main, install_early_signals right after fork), mod_mpm_reuseport.c (the
+ * two hooks). */
+void rp_child_main(int slot, int bucket) __attribute__((noreturn));
+int rp_child_post_read_request(request_rec *r);
+int rp_child_pre_close_connection(conn_rec *c);
+void rp_child_install_early_signals(void); /* right after fork */
 
-/* rp_parent.c: start another child for a bucket in an empty slot.
- * Returns its pid, 0 when no slot is free, -1 when fork failed. */
-pid_t rp_parent_add_child(int bucket);
-
-/* rp_relief.c: stuck buckets get another child (ReusePortStuckTimeout) */
-void rp_relief_setup(void);
-void rp_relief_look(apr_time_t now);
-/* 1 when bucket b has been fine long enough to give back a child it was
- * given; rp_relief_child_going() when one of its children is told to go. */
-int rp_relief_surplus(int b, apr_time_t now);
-void rp_relief_child_going(int b);
-/* How often the parent should look, or 0 when relief is off. */
-apr_interval_time_t rp_relief_interval(void);
-
-/* rp_callbacks.c: the mpm_register_timed_callback hook */
+/* rp_callbacks.c: the mpm_register_timed_callback hook (registered by
+ * mod_mpm_reuseport.c). */
 apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
                                    void *baton);
 
+/* rp_hold.c: its output filter (mod_mpm_reuseport.c's register_hooks) */
+void rp_hold_register(void);
+
 /* rp_rtconf.c: mod_reqtimeout's stages per server (rp_rtimeout.h); NULL
- * where mod_reqtimeout does not apply. */
+ * where mod_reqtimeout does not apply.  Callers: mod_mpm_reuseport.c (the
+ * server config and post_config hooks), rp_readahead.c (for). */
 struct rp_rt_conf;
 void *rp_rtconf_create_server(apr_pool_t *p, server_rec *s);
 void *rp_rtconf_merge_server(apr_pool_t *p, void *base, void *add);
 int rp_rtconf_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                           apr_pool_t *ptemp, server_rec *s);
 const struct rp_rt_conf *rp_rtconf_for(const server_rec *s);
-
-/* rp_steer.c: new connections go to the current generation's buckets */
-void rp_steer_buckets(int nb);
-
-/* rp_listen.c */
-int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
-void rp_listen_close_other_buckets(int keep_bucket);
-void rp_listen_close_all(void);
-void rp_listen_stop_deferring(void);
-void rp_listen_forking_own_child(int on);
-void rp_listen_disarm_fork_hygiene(void);
-extern const char *rp_listen_note;   /* why fewer buckets, if so */
-
-/* rp_parent.c */
-int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s);
-
-/* rp_child.c */
-void rp_child_main(int slot, int bucket) __attribute__((noreturn));
-int rp_child_post_read_request(request_rec *r);
-
-/* rp_hold.c: its output filter (register_hooks) */
-void rp_hold_register(void);
-int rp_child_pre_close_connection(conn_rec *c);
-void rp_child_install_early_signals(void); /* right after fork */
 
 #endif

@@ -44,27 +44,6 @@ static apr_status_t watch_all(int on)
     return rv;
 }
 
-/* All connections of the child share one allocator (locked): memory a
- * request frees is reused by the next request on any connection, so an
- * idle keep-alive connection holds only its live pools (per-connection
- * allocators would each keep their own free blocks). */
-static apr_allocator_t *conn_allocator;
-
-static apr_status_t create_conn_allocator(void)
-{
-    apr_thread_mutex_t *mutex;
-    apr_status_t rv;
-
-    if ((rv = apr_allocator_create(&conn_allocator))
-        || (rv = apr_thread_mutex_create(&mutex, APR_THREAD_MUTEX_DEFAULT,
-                                         rp_child.pruntime))) {
-        return rv;
-    }
-    apr_allocator_max_free_set(conn_allocator, ap_max_mem_free);
-    apr_allocator_mutex_set(conn_allocator, mutex);
-    return APR_SUCCESS;
-}
-
 /* Listeners are watched while listening, not resting after an error and
  * not paused; call with the state before a change to apply it. */
 static int watching_locked(void)
@@ -84,12 +63,8 @@ static void rewatch_locked(int was)
 apr_status_t rp_accept_setup(void)
 {
     ap_listen_rec *lr;
-    apr_status_t rv;
     int i = 0;
 
-    if ((rv = create_conn_allocator()) != APR_SUCCESS) {
-        return rv;
-    }
     for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
         rp_child.nlisteners++;
     }
@@ -245,24 +220,6 @@ static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
     rp_loop_wakeup();           /* so it plans the retry */
 }
 
-static apr_pool_t *connection_pool(void)
-{
-    apr_pool_t *p = rp_stock_take(rp_child.pools);
-
-    if (!p) {
-        apr_pool_create_ex(&p, rp_child.pruntime, NULL, conn_allocator);
-        apr_pool_tag(p, "transaction");
-    }
-    return p;
-}
-
-void rp_accept_give_pool(apr_pool_t *p)
-{
-    if (!rp_stock_give(rp_child.pools, p)) {
-        apr_pool_destroy(p);
-    }
-}
-
 /* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
 static void count_locked(void)
 {
@@ -273,38 +230,21 @@ static void count_locked(void)
     }
 }
 
-static rp_conn *new_conn(apr_pool_t *p, apr_socket_t *sock)
-{
-    rp_conn *rc = apr_pcalloc(p, sizeof(*rc));
-
-    rc->pool = p;
-    rc->sock = sock;
-    rc->slot = -1;
-    apr_os_sock_get(&rc->fd, sock);
-    rp_timer_init(&rc->timer);
-    rp_dtimer_init(&rc->deadline);
-    apr_atomic_inc32(&rp_child.live_conns);
-    rp_balance_publish();
-    return rc;
-}
-
 /* Caller holds acc.lock and checked acc.listening (else the descriptor may
  * have been reused). */
 static rp_conn *accept_locked(rp_listener *l)
 {
-    apr_pool_t *p = connection_pool();
-    apr_socket_t *sock = NULL;
-    apr_status_t rv = apr_socket_accept(&sock, l->lr->sd, p);
+    apr_status_t rv;
+    rp_conn *rc = rp_conn_accept(l->lr->sd, &rv);
 
-    if (rv != APR_SUCCESS) {
+    if (!rc) {
         if (!is_transient(rv)) {
             failed_locked(l->lr, rv);
         }
-        rp_accept_give_pool(p);
         return NULL;
     }
     rp_bstats_accepted(rp_child.bucket);
-    return new_conn(p, sock);
+    return rc;
 }
 
 rp_conn *rp_accept(int idx)

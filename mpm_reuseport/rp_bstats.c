@@ -49,6 +49,9 @@ static int table_rows;
  * the scoreboard's counts need, may be off). */
 static rp_served *served;
 static int served_slots;
+/* This process's slot once it is a child (rp_bstats_child_started), so
+ * counting a request asks no one: -1 in the parent. */
+static int own_slot = -1;
 
 void rp_bstats_setup(apr_pool_t *pconf)
 {
@@ -82,6 +85,7 @@ void rp_bstats_setup(apr_pool_t *pconf)
 
 void rp_bstats_child_started(int slot)
 {
+    own_slot = slot;
     if (served && slot >= 0 && slot < served_slots) {
         __atomic_store_n(&served[slot].n, 0, __ATOMIC_RELAXED);
     }
@@ -89,7 +93,7 @@ void rp_bstats_child_started(int slot)
 
 int rp_bstats_request_done(request_rec *r)
 {
-    int slot = rp_child_slot();
+    int slot = own_slot;
 
     (void)r;
     if (served && slot >= 0 && slot < served_slots) {

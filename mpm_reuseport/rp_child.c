@@ -222,9 +222,8 @@ static void setup_runtime(void)
 
     apr_pool_create(&rp_child.pruntime, rp_pconf);
     apr_pool_tag(rp_child.pruntime, "mpm_runtime");
-    rp_child.pools = rp_stock_create(n);
     rp_child.lf = rp_lf_create(n);
-    if (!rp_child.pools || !rp_child.lf
+    if (!rp_child.lf || (rv = rp_conn_life_setup(n)) != APR_SUCCESS
         || (rv = rp_loop_setup()) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv,
                      ap_server_conf, RP_LOG_TAG "cannot set up the child's "
@@ -387,11 +386,6 @@ static int one_process_signal(int signum)
     return signum == SIGTERM || signum == SIGINT;
 }
 
-int rp_child_slot(void)
-{
-    return rp_child.started ? rp_child.slot : -1;
-}
-
 void rp_child_main(int slot, int bucket)
 {
     rp_stop_mode mode;
@@ -399,7 +393,6 @@ void rp_child_main(int slot, int bucket)
 
     rp_child.slot = slot;
     rp_child.bucket = bucket;
-    rp_child.started = 1;
     rp_bstats_child_started(slot);
     rp_state->mpm->mpm_state = AP_MPMQ_STARTING;
     ap_fatal_signal_child_setup(ap_server_conf);

@@ -1,9 +1,12 @@
 /* A child process's internals, shared by its parts:
- *   rp_child.c   process life: start-up, worker threads, signals, stopping
- *   rp_loop.c    parking (timer queues, the slot table) and the loop
- *                thread: timeouts, draining
- *   rp_accept.c  accepting, by the leading worker
- *   rp_conn.c    a connection's state machine, run by workers
+ *   rp_child.c      process life: start-up, worker threads, signals,
+ *                   stopping
+ *   rp_loop.c       parking (timer queues, the slot table) and the loop
+ *                   thread: timeouts, draining
+ *   rp_accept.c     accepting, by the leading worker
+ *   rp_conn_life.c  a connection's creation and release, and the stock of
+ *                   connection pools
+ *   rp_conn.c       a connection's state machine, run by workers
  * Idle workers take turns waiting on the connection poller (rp_lf.h), so a
  * ready connection is run by the worker that saw it (no hand-off between
  * threads).
@@ -22,7 +25,6 @@
 #include "rp.h"
 #include "rp_lf.h"
 #include "rp_poll.h"
-#include "rp_stock.h"
 #include "rp_timeq.h"
 
 #include "apr_thread_proc.h"
@@ -79,14 +81,14 @@ typedef struct rp_slot {
     int parked;
     int want;                   /* RP_POLL_* it waits for, while parked */
     int pending;                /* RP_POLL_* seen while it could not act */
+    int peer_closed;            /* the client's FIN was seen (RP_POLL_HUP) */
+    int reruns_after_fin;       /* waits to read skipped since then */
 } rp_slot;
 
 typedef struct rp_child_state {
     int slot, bucket;
-    int started;                /* this process is a child */
     apr_pool_t *pchild;
     apr_pool_t *pruntime;       /* outlives connection pools */
-    rp_stock *pools;            /* idle connection pools for reuse */
     rp_poller *conn_poller;     /* parked connections; idle workers wait */
     rp_lf *lf;                  /* ... one at a time, latest idle first */
     rp_poller *loop_poller;     /* the loop waits here (timers, wake-ups) */
@@ -134,6 +136,14 @@ void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid);
 void rp_conn_note_request(request_rec *r);    /* post_read_request */
 /* rp_conn.c: closing (any owner) */
 void rp_conn_close(rp_conn *rc);       /* now, no lingering */
+
+/* rp_conn_life.c: a connection's pool, creation and release.  Callers:
+ * rp_child.c (setup, before rp_loop_setup), rp_accept.c (accept, under its
+ * lock), rp_conn.c (release). */
+apr_status_t rp_conn_life_setup(int max_pools);  /* pools kept for reuse */
+/* A new connection from `listener`, its socket accepted into a pool from
+ * the stock; NULL with *rv saying why (the pool is back in the stock). */
+rp_conn *rp_conn_accept(apr_socket_t *listener, apr_status_t *rv);
 void rp_conn_release(rp_conn *rc);     /* socket already closed */
 
 /* rp_hold.c: response headers held until the body (no core setaside) */
@@ -143,7 +153,6 @@ void rp_hold_add(request_rec *r);      /* post_read_request */
 #define RP_LISTENER_TOKEN (UINT64_C(1) << 63)
 apr_status_t rp_accept_setup(void);
 rp_conn *rp_accept(int listener);      /* the leader, on its event */
-void rp_accept_give_pool(apr_pool_t *p);  /* a cleared connection pool */
 void rp_accept_stop(void);
 int rp_accept_listening(void);
 apr_time_t rp_accept_rest_until(void); /* 0, or when to rp_accept_retry */

@@ -40,17 +40,6 @@ static long conn_id(int tid)
 
 /* ---- closing ----------------------------------------------------------- */
 
-void rp_conn_release(rp_conn *rc)
-{
-    apr_pool_t *p = rc->pool;
-
-    rp_loop_unslot(rc);
-    apr_atomic_dec32(&rp_child.live_conns);
-    rp_balance_publish();
-    apr_pool_clear(p);          /* rc lives in p */
-    rp_accept_give_pool(p);
-}
-
 void rp_conn_close(rp_conn *rc)
 {
     /* No need to unregister: closing the descriptor does (even if a CGI

@@ -70,6 +70,8 @@ static int slot_alloc_locked(rp_conn *rc)
             slots[i].parked = 0;
             slots[i].want = 0;
             slots[i].pending = 0;
+            slots[i].peer_closed = 0;
+            slots[i].reruns_after_fin = 0;
             free_list[rp_child.nfree++] = i;
         }
         rp_child.nslots = n;
@@ -78,6 +80,8 @@ static int slot_alloc_locked(rp_conn *rc)
     rp_child.slots[idx].rc = rc;
     rp_child.slots[idx].parked = 0;
     rp_child.slots[idx].pending = 0;
+    rp_child.slots[idx].peer_closed = 0;
+    rp_child.slots[idx].reruns_after_fin = 0;
     return idx;
 }
 
@@ -183,6 +187,28 @@ static int readable_now(const rp_conn *rc)
     return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
+/* Under park_lock: after the client's FIN, a wait to read is not waited:
+ * the poller reports edges, and the read that took the FIN's edge may have
+ * told its reader nothing (core hands up an empty brigade for a
+ * non-blocking read at the end of the stream and says APR_EOF only at the
+ * next read; mod_http2 takes the first as "nothing yet" and returns to
+ * wait).  A level-triggered poll would report the socket readable again;
+ * so run the connection again, a few times at most (a module that ignores
+ * the end then waits for its timeout, as it would anyway). */
+#define RP_RERUNS_AFTER_FIN 2
+
+static int rerun_after_fin_locked(rp_conn *rc, rp_park why, int events)
+{
+    rp_slot *s = &rp_child.slots[rc->slot];
+
+    if (!s->peer_closed || !(events & RP_POLL_IN) || why == RP_PARK_LINGER
+        || s->reruns_after_fin >= RP_RERUNS_AFTER_FIN) {
+        return 0;
+    }
+    s->reruns_after_fin++;
+    return 1;
+}
+
 /* Under park_lock: take what was remembered for rc that it waits for now;
  * 1 if that makes it ready. */
 static int take_pending_locked(rp_conn *rc, int events)
@@ -242,6 +268,11 @@ int rp_loop_park(rp_conn *rc, rp_park why, int events,
     }
     for (;;) {
         pthread_mutex_lock(&rp_child.park_lock);
+        if (rerun_after_fin_locked(rc, why, events)) {
+            pthread_mutex_unlock(&rp_child.park_lock);
+            rc->park = why;
+            return 1;
+        }
         if (take_pending_locked(rc, events)) {
             pthread_mutex_unlock(&rp_child.park_lock);
             rc->park = why;
@@ -305,6 +336,9 @@ rp_conn *rp_loop_claim(uint64_t token, int events)
     if (idx < (unsigned)rp_child.nslots && rp_child.slots[idx].rc
         && rp_child.slots[idx].gen == gen) {
         rp_slot *s = &rp_child.slots[idx];
+        if (events & RP_POLL_HUP) {
+            s->peer_closed = 1;
+        }
         if (s->parked && (events & (s->want | RP_POLL_HUP))) {
             rc = s->rc;
             unpark_locked(rc);

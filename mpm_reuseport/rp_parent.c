@@ -115,7 +115,9 @@ static int free_slot(int bucket)
     return fallback;
 }
 
-pid_t rp_parent_add_child(int bucket)
+/* Another child for a bucket, in an empty slot: its pid, 0 when no slot is
+ * free, -1 when fork failed. */
+static pid_t add_child(int bucket)
 {
     int slot = free_slot(bucket);
 
@@ -305,6 +307,17 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
     return 0;
 }
 
+/* Each bucket relief finds stuck gets a child (rp_relief.c decides). */
+static void relieve_stuck_buckets(apr_time_t now)
+{
+    rp_relief_need need;
+    int next = 0;
+
+    while (rp_relief_look(now, &next, &need)) {
+        rp_relief_started(&need, add_child(need.bucket));
+    }
+}
+
 /* Wait for a child to exit: about a second (running the monitor hook every
  * tenth time, as ap_wait_or_timeout does), or 20 ms while the previous
  * generation still accepts (its hand-over is watched closely).  Meanwhile
@@ -336,7 +349,7 @@ static void wait_step(apr_exit_why_e *why, int *status, apr_proc_t *proc)
         if (APR_STATUS_IS_EINTR(rv) || now >= end) {
             return;
         }
-        rp_relief_look(now);
+        relieve_stuck_buckets(now);
         nap = end - now;
         if (look && look < nap) {
             nap = look;

@@ -7,7 +7,9 @@
  * accepts what waits there and what comes next.  When the stuck child
  * resumes, the bucket's children share it (rp_balance.c); once the bucket
  * has been fine for a while, the parent lets one child go per child added,
- * since more busy children than CPUs only queue for the CPU. */
+ * since more busy children than CPUs only queue for the CPU.
+ * This file decides and logs; the parent (rp_parent.c), the only one that
+ * forks, starts the child and reports how it went. */
 #include "rp.h"
 #include "rp_watch.h"
 
@@ -58,9 +60,9 @@ apr_interval_time_t rp_relief_interval(void)
     return t < apr_time_from_msec(5) ? apr_time_from_msec(5) : t;
 }
 
-static void relieve(int b, apr_uint32_t queued, apr_time_t stalled)
+void rp_relief_started(const rp_relief_need *need, pid_t pid)
 {
-    pid_t pid = rp_parent_add_child(b);
+    int b = need->bucket;
 
     if (pid > 0) {
         buckets[b].added++;
@@ -68,8 +70,8 @@ static void relieve(int b, apr_uint32_t queued, apr_time_t stalled)
                      "bucket %d: %u connection(s) waited %" APR_TIME_T_FMT
                      " ms while its children accepted none (stopped, blocked "
                      "in a module, or all workers busy?); started child %ld "
-                     "for it", b, queued, apr_time_as_msec(stalled),
-                     (long)pid);
+                     "for it", b, need->queued,
+                     apr_time_as_msec(need->stalled), (long)pid);
     }
     else if (pid == 0) {
         mpmng_log_once(&no_slot_logged, APLOG_MARK, APLOG_WARNING, 0,
@@ -80,30 +82,37 @@ static void relieve(int b, apr_uint32_t queued, apr_time_t stalled)
     }
 }
 
-void rp_relief_look(apr_time_t now)
+int rp_relief_look(apr_time_t now, int *next, rp_relief_need *need)
 {
     int b;
 
     /* During a hand-over the old generation accepts for the new one. */
     if (!rp_relief_interval() || rp_gen_retiring() || !buckets) {
-        return;
+        return 0;
     }
-    for (b = 0; b < num_buckets && b < rp_lim.num_buckets; b++) {
+    for (b = *next; b < num_buckets && b < rp_lim.num_buckets; b++) {
         relief *rl = &buckets[b];
         apr_uint32_t queued;
         apr_uint64_t accepted;
         apr_time_t stalled;
+        int stuck;
 
         if (!rp_bstats_progress(b, &queued, &accepted)) {
-            return;
+            return 0;
         }
         stalled = rp_watch_stalled_for(&rl->watch, now);
-        if (rp_watch_look(&rl->watch, queued, accepted, now,
-                          apr_time_from_msec(rp_lim.stuck_timeout))) {
-            relieve(b, queued, stalled);
-        }
+        stuck = rp_watch_look(&rl->watch, queued, accepted, now,
+                              apr_time_from_msec(rp_lim.stuck_timeout));
         if (rp_watch_stalled_for(&rl->watch, now)) {
             rl->last_stall = now;
         }
+        if (stuck) {
+            need->bucket = b;
+            need->queued = queued;
+            need->stalled = stalled;
+            *next = b + 1;
+            return 1;
+        }
     }
+    return 0;
 }

@@ -1,7 +1,7 @@
 /* A bounded stock of idle connection pools for reuse, shared by a child's
- * threads (the loop takes one per accepted connection; whoever closes a
- * connection gives its pool back).  LIFO, so the warmest pool is reused.
- * Items are opaque pointers: pure pthreads, unit-tested in
+ * threads (rp_conn_life.c takes one per accepted connection and gives it
+ * back when the connection is released).  LIFO, so the warmest pool is
+ * reused.  Items are opaque pointers: pure pthreads, unit-tested in
  * test/unit/check_stock.c. */
 #ifndef RP_STOCK_H
 #define RP_STOCK_H

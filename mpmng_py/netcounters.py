@@ -1,5 +1,6 @@
 """TCP counters of the current network namespace, for tests and benchmarks
-that must tell whether connections were reset."""
+that must tell whether connections were reset or left half-closed."""
+import subprocess
 
 
 def tcp_counters():
@@ -26,3 +27,12 @@ RESET_COUNTERS = ("TcpOutRsts", "TcpExtTCPAbortOnClose", "TcpExtTCPAbortOnData",
 
 def reset_delta(before, after):
     return {k: after.get(k, 0) - before.get(k, 0) for k in RESET_COUNTERS}
+
+
+def close_wait(ports):
+    """Connections on the server's ports that the client has closed and
+    the server not yet."""
+    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
+    out = subprocess.run(["ss", "-Htn", "state", "close-wait", filt], capture_output=True,
+                         text=True, timeout=10).stdout
+    return sum(1 for line in out.splitlines() if line.strip())

@@ -6,9 +6,10 @@ there shows plainly), and the server's connections in CLOSE-WAIT (closed by
 the client, not yet by the server).  Written to samples.tsv as they come (a run that dies
 still leaves its data), each process's figures to procs.tsv."""
 import os
-import subprocess
 import threading
 import time
+
+from mpmng_py.netcounters import close_wait
 
 COLUMNS = ("t", "rss_kb", "fds", "threads", "procs", "cpu_s", "parent_rss_kb", "parent_fds",
            "restarts", "kills", "close_wait")
@@ -83,15 +84,6 @@ def measure(root, exe):
         per.append((p, role, rss, fds, threads))
     sums = tuple(sum(x[i] for x in per) for i in (2, 3, 4))
     return sums + (len(per), round(cpu / CLK_TCK, 2)), parent, per
-
-
-def close_wait(ports):
-    """Connections on the server's ports that the client has closed and
-    the server not yet."""
-    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
-    out = subprocess.run(["ss", "-Htn", "state", "close-wait", filt], capture_output=True,
-                         text=True, timeout=10).stdout
-    return sum(1 for line in out.splitlines() if line.strip())
 
 
 class Sampler(threading.Thread):

@@ -23,6 +23,7 @@ from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, ResponseReader
                                          mpm_directives, needs_modules, request_bytes,
                                          reuseport_only, sha256)
 from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
+from mpmng_py.netcounters import close_wait
 from mpmng_py.privhttpd import free_port
 from mpmng_py.tlscert import make_certificate
 
@@ -363,6 +364,33 @@ class Http2(HttpdTestCase):
             for s in stalled:
                 s.close()
 
+    def test_connections_the_client_closes_are_closed_at_once(self):
+        """Idle HTTP/2 connections (h2c and h2) that the client then closes
+        are closed by the server at once, not at KeepAliveTimeout: mod_http2
+        takes the read that meets the client's FIN for "nothing yet" (core
+        says EOF at the next read), so an edge-triggered poller must look
+        again (under mpm_reuseport 9 of 10 stayed in CLOSE-WAIT for 30 s)."""
+        srv = TlsServer(self, protocols="h2 h2c http/1.1", extra="KeepAliveTimeout 30\n")
+        h = srv.h
+        socks = []
+        try:
+            for i in range(10):
+                tls = i % 2 == 1
+                s = (srv.tls_socket(alpn=["h2"]) if tls
+                     else connect(h.host, h.port, timeout=20))
+                s.sendall(H2_PREFACE + h2_get_frame(1, "a.test", "/who.txt", tls))
+                h2_read_until_end_of_stream(s, 1)
+                socks.append(s)
+            # idle on the server: no worker on them (the status request's own)
+            self.wait_until(lambda: int(h.status().get("BusyWorkers", 99)) <= 1,
+                            10, "the ten connections idle on the server")
+        finally:
+            for s in socks:
+                s.close()
+        ports = (h.port, h.tls_port)
+        self.wait_until(lambda: close_wait(ports) == 0, 3,
+                        "the server's side closed (CLOSE-WAIT: %d)" % close_wait(ports))
+
     def _downloads_across(self, action):
         """Four slow HTTP/2 downloads on one connection; action(h) while they
         run: each finishes whole."""
@@ -430,6 +458,27 @@ def h2_frames(sock, want):
         out.append((buf[pos + 3], sid, buf[pos + 9:pos + 9 + n]))
         pos += 9 + n
     return out
+
+
+def h2_read_until_end_of_stream(sock, stream):
+    """Reads frames until HEADERS or DATA with END_STREAM on stream;
+    acknowledges the server's SETTINGS as a client must."""
+    sock.settimeout(10)
+    buf = b""
+    while True:
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n = int.from_bytes(buf[:3], "big")
+            kind, flags = buf[3], buf[4]
+            sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            buf = buf[9 + n:]
+            if kind == 4 and not flags & 1:
+                sock.sendall(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
+            if sid == stream and kind in (0, 1) and flags & 1:
+                return
+        more = sock.recv(65536)
+        if not more:
+            raise EOFError("closed before the end of stream %d" % stream)
+        buf += more
 
 
 def _accepts(host, port):
