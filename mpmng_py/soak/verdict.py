@@ -43,10 +43,12 @@ def stale_text(rec):
 def growth_check(name, g, scale, unit):
     if g is None:
         return (name, "no samples", False)
-    first, last, rate = g
-    text = "%s (%.1f -> %.1f%s, pre-restart medians)" % (
-        report.pct(rate), first / scale, last / scale, unit)
-    return (name, text, rate <= analyze.GROWTH_LIMIT)
+    first, last, rate, limit = g
+    text = "%s (%.1f -> %.1f%s, pre-restart medians%s)" % (
+        report.pct(rate), first / scale, last / scale, unit,
+        "" if limit == analyze.GROWTH_LIMIT else "; few generations: up to %s"
+        % report.pct(limit))
+    return (name, text, rate <= limit)
 
 
 def checks(run, res):
