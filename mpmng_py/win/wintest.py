@@ -4,6 +4,7 @@ import hashlib
 import re
 import subprocess
 import threading
+import time
 
 
 def payload(n, seed):
@@ -58,3 +59,15 @@ def assert_no_failed_request(tc, results, label):
         tc.assertGreater(reqs, 100, out)
         tc.assertEqual(non2xx, 0, k + "\n" + out)
         tc.assertEqual(errors, 0, k + "\n" + out)
+
+
+def wait_for(cond, timeout, what, step=0.1):
+    """cond()'s first true value within timeout seconds, else a failure
+    naming what was waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError("not within %d s: %s" % (timeout, what))

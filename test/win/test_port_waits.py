@@ -9,6 +9,7 @@ import time
 import unittest
 
 from mpmng_py.win.winhttpd import WinHttpd, available
+from mpmng_py.win.wintest import wait_for
 
 REQUEST = (b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n"
            b"Connection: close\r\n\r\n")
@@ -60,14 +61,10 @@ def timed_get(h):
     return time.monotonic() - start
 
 
-def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError("not within %d s: %s" % (timeout, what))
+def status_once(h, key, ok):
+    """server-status once ok(int(its key)) holds, else None."""
+    st = h.status()
+    return st if ok(int(st[key])) else None
 
 
 @unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
@@ -118,8 +115,8 @@ class ClosingClients(unittest.TestCase):
         try:
             get_all_responses(socks, timeout=30)
             # 2 s without data from the client end a lingering close
-            st = wait_for(lambda: (lambda s: s if int(s["WinNTNGLingerTimeouts"])
-                                   >= before + 20 else None)(h.status()),
+            st = wait_for(lambda: status_once(h, "WinNTNGLingerTimeouts",
+                                              lambda n: n >= before + 20),
                           15, "20 linger timeouts")
             for s in socks:
                 s.settimeout(5)
@@ -159,10 +156,9 @@ class AcceptExPending(unittest.TestCase):
             finally:
                 for s in socks:
                     s.close()
-            st = wait_for(
-                lambda: (lambda s: s if int(s["WinNTNGAcceptExPending"])
-                         == self.PENDING else None)(h.status()),
-                10, "AcceptEx calls posted again")
+            st = wait_for(lambda: status_once(h, "WinNTNGAcceptExPending",
+                                              lambda n: n == self.PENDING),
+                          10, "AcceptEx calls posted again")
             # the status requests count too
             self.assertGreaterEqual(int(st["WinNTNGAccepted"]) - accepted,
                                     self.PENDING)
