@@ -31,7 +31,7 @@ void fhc_housekeeping(fhc_child *ch, apr_time_t now)
     fhc_tally_update(ch, now, 0);
 }
 
-/* Runs in the watcher thread. */
+/* Runs in the watcher thread, or in a request's catch-up. */
 static void on_event(void *ctx, long id, const char *name, unsigned flags)
 {
     fhc_child *ch = ctx;
@@ -56,6 +56,13 @@ static void on_event(void *ctx, long id, const char *name, unsigned flags)
                      "overflow); dropped every cached file. If this repeats "
                      "(FHCacheOverflows in server-status), %s",
                      fhc_os_hint_overflow);
+    }
+}
+
+void fhc_catch_up(fhc_child *ch)
+{
+    if (ch->ws && ch->be->catch_up) {
+        ch->be->catch_up(ch->watcher);
     }
 }
 

@@ -90,6 +90,11 @@ void fhc_lock(fhc_child *ch);
 void fhc_unlock(fhc_child *ch);
 /* Expiry and counters, about once a second; caller holds the lock. */
 void fhc_housekeeping(fhc_child *ch, apr_time_t now);
+/* Applies every change notification queued by now; caller does not hold
+ * the lock.  A lookup calls it first, so a change whose system call
+ * returned before the request arrived is never answered from the old
+ * entry. */
+void fhc_catch_up(fhc_child *ch);
 
 /* fhc_serve.c */
 apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,

@@ -109,6 +109,7 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
         return AP_DECLINED;
     }
     now = r->request_time;     /* no clock read per request */
+    fhc_catch_up(ch);
     fhc_lock(ch);
     e = fhc_cache_lookup(ch->cache, r->filename, now);
     if (e) {

@@ -4,8 +4,11 @@
  * cache core stay platform-neutral.
  *
  * A backend watches directories: changes to the directory itself and to
- * its direct entries.  It reports them through one callback, from the
- * thread that calls run(); ids are the backend's own watch ids. */
+ * its direct entries.  It reports them through one callback; ids are the
+ * backend's own watch ids.  run() delivers from its own thread; with
+ * catch_up() a lookup can first have every change the system has queued
+ * delivered, which closes the window between a writer's system call and
+ * the run() thread getting the CPU. */
 #ifndef FHC_WATCH_H
 #define FHC_WATCH_H
 
@@ -35,6 +38,10 @@ typedef struct fhc_watch_backend {
     void (*remove)(fhc_watcher *w, long id);
     /* Deliver events until stop() is called; run in a dedicated thread. */
     void (*run)(fhc_watcher *w);
+    /* NULL, or: from any thread, without waiting for new events, return
+     * once every event queued before the call has been delivered (by this
+     * thread or by another that had already read it). */
+    void (*catch_up)(fhc_watcher *w);
     /* Make run() return soon; callable from any thread. */
     void (*stop)(fhc_watcher *w);
     /* After run() returned (or was never called). */

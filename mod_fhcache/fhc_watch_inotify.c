@@ -1,6 +1,9 @@
 /* inotify backend (Linux) for the fhc_watch interface.  One inotify
  * instance per child; run() blocks in poll() on it and on a wake-up pipe
- * (stop), and turns inotify masks into FHC_EV_* flags. */
+ * (stop), and turns inotify masks into FHC_EV_* flags.  Every read of the
+ * queue and the delivery of what it read happen under one mutex, so a
+ * catch_up() that finds the queue empty knows nothing read before it is
+ * still undelivered. */
 #ifdef __linux__
 
 #include "fhc_watch.h"
@@ -8,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/inotify.h>
@@ -29,6 +33,7 @@ struct fhc_watcher {
     int wake[2];                /* stop() writes, run() returns */
     fhc_event_fn fn;
     void *ctx;
+    pthread_mutex_t reading;    /* a read and its delivery */
 };
 
 static int ino_open(fhc_watcher **out, fhc_event_fn fn, void *ctx)
@@ -54,6 +59,7 @@ static int ino_open(fhc_watcher **out, fhc_event_fn fn, void *ctx)
         free(w);
         return rv;
     }
+    pthread_mutex_init(&w->reading, NULL);
     *out = w;
     return 0;
 }
@@ -98,12 +104,13 @@ static unsigned flags_of(uint32_t mask)
     return f;
 }
 
-static void drain(fhc_watcher *w)
+static void ino_catch_up(fhc_watcher *w)
 {
     /* Aligned for struct inotify_event, big enough for many events. */
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
 
+    pthread_mutex_lock(&w->reading);
     while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
         char *p = buf;
         while (p < buf + n) {
@@ -112,6 +119,7 @@ static void drain(fhc_watcher *w)
             p += sizeof(*ev) + ev->len;
         }
     }
+    pthread_mutex_unlock(&w->reading);
 }
 
 static int64_t now_ms(void)
@@ -140,7 +148,8 @@ static void ino_run(fhc_watcher *w)
             return;
         }
         if (n > 0 && p[0].revents) {
-            drain(w);
+            /* A lookup may have caught up first: then nothing is read. */
+            ino_catch_up(w);
         }
         if (now_ms() >= next_tick) {
             w->fn(w->ctx, -1, NULL, FHC_EV_TICK);
@@ -160,11 +169,13 @@ static void ino_close(fhc_watcher *w)
     close(w->fd);
     close(w->wake[0]);
     close(w->wake[1]);
+    pthread_mutex_destroy(&w->reading);
     free(w);
 }
 
 const fhc_watch_backend fhc_watch_inotify = {
-    "inotify", ino_open, ino_add, ino_remove, ino_run, ino_stop, ino_close
+    "inotify", ino_open, ino_add, ino_remove, ino_run, ino_catch_up, ino_stop,
+    ino_close
 };
 
 #endif /* __linux__ */

@@ -319,8 +319,9 @@ static void rdcw_close(fhc_watcher *w)
 }
 
 const fhc_watch_backend fhc_watch_rdcw = {
+    /* No catch_up(): on Windows every entry is revalidated by stat too. */
     "ReadDirectoryChangesW", rdcw_open, rdcw_add, rdcw_remove, rdcw_run,
-    rdcw_stop, rdcw_close
+    NULL, rdcw_stop, rdcw_close
 };
 
 #endif /* _WIN32 */

@@ -211,6 +211,8 @@ def pick_variants(args):
             sys.exit("bench: unknown variant(s) %s; have: %s" % (
                 ", ".join(unknown), ", ".join(v.name for v in allv)))
         chosen = [v for v in allv if v.name in want]
+    if args.baseline:
+        chosen = with_baseline(chosen, args.baseline)
     ok, skipped = [], []
     for v in chosen:
         miss = v.missing()
@@ -229,6 +231,20 @@ def pick_variants(args):
         log("note: skipping %d +%s variants: its module is not built yet" % (
             len(names), addon))
     return ok, skipped
+
+
+def with_baseline(chosen, out_dir):
+    """Each variant that loads our modules, followed by its twin loading
+    them from out_dir (<name>@base)."""
+    out_dir = os.path.abspath(out_dir)
+    if not os.path.isdir(out_dir):
+        sys.exit("bench: --baseline %s: not a directory (make OUT=DIR all)" % out_dir)
+    both = []
+    for v in chosen:
+        both.append(v)
+        if v.uses_our_build():
+            both.append(v.with_build(out_dir, "base"))
+    return both
 
 
 # ---------------------------------------------------------------- throughput
@@ -515,10 +531,16 @@ def part_tls(args, variants_, docroot, outdir, info):
     part_throughput(args, variants_, docroot, outdir, info, workloads=args.tls_workloads)
 
 
+def explicit_variants(args):
+    """The variants named with --variants, with their @base twins."""
+    names = args.variants.split(",") if args.variants else []
+    return names + [n + "@base" for n in names] if args.baseline else names
+
+
 def run_part_module(mod, tsv_name, args, variants_, docroot, outdir):
     """A part kept in a module of its own (COLS, pick, run): its variants
     and its TSV."""
-    explicit = args.variants.split(",") if args.variants else []
+    explicit = explicit_variants(args)
     tsv = Tsv(os.path.join(outdir, tsv_name), mod.COLS)
     try:
         mod.run(args, mod.pick(variants_, explicit), docroot, tsv, log)
@@ -637,6 +659,9 @@ def main():
                     "profile "
                     "(default: all six; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another build of our modules (make OUT=DIR all, e.g. of HEAD): each "
+                    "variant using them runs beside <name>@base loading them from DIR")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
                     "h2-16K-c50-m10 (default: all 12 HTTP/1.1 ones)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds (default 3)")
@@ -769,7 +794,7 @@ def main():
     log("results -> %s" % outdir)
     log("variants: %s" % ", ".join(v.name for v in vs))
 
-    explicit = args.variants.split(",") if args.variants else []
+    explicit = explicit_variants(args)
     docroot = make_docroot()
     t_start = time.monotonic()
     times = {}

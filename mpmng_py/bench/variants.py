@@ -75,6 +75,7 @@ class Variant:
         self.modules = self.meta.get("modules", "").split()
         self.requires = _subst(self.meta.get("requires", "")).split()
         self.extra = {}  # (part, key) -> text appended by add-ons
+        self.out_dir = None  # another build of our modules (with_build)
         # parts this variant takes part in (None: all)
         self.parts = self.meta.get("parts", "").replace(",", " ").split() or None
         if self.kind == "httpd":
@@ -94,7 +95,8 @@ class Variant:
                 out.append(self.cp.get(sec, key))
         for sec in ("common", part):
             out.extend(self.extra.get((sec, key), []))
-        return _subst("\n".join(out), self.params) + "\n"
+        text = _subst("\n".join(out), self.params) + "\n"
+        return _rebase(text, self.out_dir) if self.out_dir else text
 
     def in_part(self, part):
         return self.parts is None or part in self.parts
@@ -111,6 +113,7 @@ class Variant:
         v.requires = self.requires + addon.requires
         v.modules = self.modules + addon.modules
         v.extra = {k: list(x) for k, x in self.extra.items()}
+        v.out_dir = self.out_dir
         v.parts = addon.parts
         for sec in addon.cp.sections():
             if sec == "addon":
@@ -119,8 +122,36 @@ class Variant:
                 v.extra.setdefault((sec, key), []).append(val)
         return v
 
+    def uses_our_build(self):
+        """Loads a module from out/ (ours, built by `make`)."""
+        return any(p.startswith(OUR_OUT) for p in self.requires)
+
+    def with_build(self, out_dir, label):
+        """The same variant with our modules taken from another build
+        directory (`make OUT=DIR`), called <name>@<label>: an A/B of two
+        builds in one interleaved run."""
+        v = Variant(self.path, self.cp)
+        v.__dict__.update({k: (dict(x) if isinstance(x, dict) else x)
+                           for k, x in self.__dict__.items()})
+        v.name = "%s@%s" % (self.name, label)
+        v.order = self.order + 0.25
+        v.description = "%s, built in %s" % (self.description, out_dir)
+        v.out_dir = out_dir
+        v.requires = [_rebase(p, out_dir) for p in self.requires]
+        if self.kind == "httpd":
+            v.mpm = (self.mpm[0], _rebase(self.mpm[1], out_dir))
+        return v
+
     def __repr__(self):
         return "<Variant %s>" % self.name
+
+
+OUR_OUT = os.path.join(ROOT, "out") + os.sep
+
+
+def _rebase(text, out_dir):
+    """Paths under out/ moved to out_dir."""
+    return text.replace(OUR_OUT, out_dir.rstrip(os.sep) + os.sep)
 
 
 class Addon:
