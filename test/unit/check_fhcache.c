@@ -314,8 +314,8 @@ static void fake_remove(fhc_watcher *w, long id)
     watched[id] = NULL;
 }
 
-static const fhc_watch_backend fake = { "fake", NULL, fake_add, fake_remove,
-                                        NULL, NULL, NULL };
+static const fhc_watch_backend fake = { .name = "fake", .add = fake_add,
+                                        .remove = fake_remove };
 
 static long id_of(const char *dir)
 {
