@@ -73,8 +73,10 @@ $(OBJ)/test/check_timeq: test/unit/check_timeq.c $(OBJ)/mpm_reuseport/rp_timeq.o
 $(OBJ)/test/check_reqscan: test/unit/check_reqscan.c $(OBJ)/mpm_reuseport/rp_reqscan.o
 $(OBJ)/test/check_rtimeout: test/unit/check_rtimeout.c $(OBJ)/mpm_reuseport/rp_rtimeout.o
 $(OBJ)/test/check_lf: test/unit/check_lf.c $(OBJ)/mpm_reuseport/rp_lf.o
-$(OBJ)/test/check_share: test/unit/check_share.c $(OBJ)/mpm_reuseport/rp_share.o
-$(OBJ)/test/check_watch: test/unit/check_watch.c $(OBJ)/mpm_reuseport/rp_watch.o
+$(OBJ)/test/check_balance_rule: test/unit/check_balance_rule.c \
+    $(OBJ)/mpm_reuseport/rp_balance_rule.o
+$(OBJ)/test/check_relief_rule: test/unit/check_relief_rule.c \
+    $(OBJ)/mpm_reuseport/rp_relief_rule.o
 $(OBJ)/test/check_cpumap: test/unit/check_cpumap.c $(OBJ)/mpm_reuseport/rp_cpumap.o
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o

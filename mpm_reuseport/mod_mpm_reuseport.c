@@ -93,7 +93,7 @@ static void rp_register_hooks(apr_pool_t *p)
                               APR_HOOK_REALLY_FIRST);
     ap_hook_log_transaction(rp_bstats_request_done, NULL, NULL,
                             APR_HOOK_REALLY_LAST);
-    ap_hook_pre_close_connection(rp_child_pre_close_connection, NULL, NULL,
+    ap_hook_pre_close_connection(rp_conn_pre_close_connection, NULL, NULL,
                                  APR_HOOK_REALLY_LAST);
     rp_hold_register();
     rp_inbuf_register();

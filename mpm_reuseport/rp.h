@@ -10,19 +10,22 @@
  *   rp_generation.c      graceful restart: hand-over between generations
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
  *   rp_relief.c          which stuck bucket needs another child (the parent
- *                        starts it)
- *   rp_watch.c/.h        when a bucket is stuck (pure)
- *   rp_bstats.c          per-bucket numbers: server-status, progress
- *   rp_child.c/.h        a child: set-up, threads, signals, stopping;
- *                        rp_child.h: the child's state, shared by its parts
- *   rp_loop.c            parking connections; the timer/drain thread
- *   rp_accept.c          accepting, by the leading worker
- *   rp_balance.c         children of a bucket share it: when to pause
- *   rp_share.c/.h        a child's share of its bucket (pure)
- *   rp_conn_life.c       a connection's creation and release, its pool
- *                        stock (rp_child.h)
- *   rp_conn.c            a connection's state machine, run by workers
- *   rp_callbacks.c       timed callbacks, suspended connections
+ *                        starts it): the glue of rp_relief_rule
+ *   rp_relief_rule.c/.h  when a bucket is stuck (pure)
+ *   rp_bstats.c          per-bucket numbers: server-status, progress (a leaf:
+ *                        it calls no other file of ours)
+ *   rp_child.c           a child: set-up order, its threads (workers, the
+ *                        loop thread's turns), signals, stopping
+ *   rp_loop.c/.h         the event loop: pollers, slots, parking, timer
+ *                        queues
+ *   rp_accept.c/.h       accepting, by the leading worker
+ *   rp_balance.c/.h      children of a bucket share it: when to pause (the
+ *                        glue of rp_balance_rule)
+ *   rp_balance_rule.c/.h a child's share of its bucket (pure)
+ *   rp_conn_life.c/.h    a connection's record, creation, close and
+ *                        release, its pool stock
+ *   rp_conn.c/.h         a connection's state machine, run by workers
+ *   rp_callbacks.c/.h    timed callbacks, suspended connections
  *   rp_hold.c            response headers held until the body
  *   rp_readahead.c/.h    reading a request whole before a worker runs it
  *   rp_inbuf.c/.h        the bytes read ahead: the filter that holds them
@@ -129,7 +132,8 @@ void rp_steer_buckets(int nb);
  * (sample). */
 void rp_affinity_setup(int nb);         /* parent, per generation */
 const struct rp_cpumap *rp_affinity_map(void);  /* NULL: not in use */
-void rp_affinity_pin(int bucket);       /* child, before its threads */
+void rp_affinity_pin(int bucket);       /* child, before its threads; its
+                                           samples count for bucket */
 void rp_affinity_sample(apr_socket_t *sock);    /* worker, per request */
 
 /* rp_generation.c: graceful restart hand-over.  Callers: rp_parent.c;
@@ -173,7 +177,7 @@ apr_interval_time_t rp_relief_interval(void);
 /* rp_bstats.c: per-bucket numbers for server-status.  Callers: rp_parent.c
  * (setup, sample), rp_accept.c (accepted), mod_mpm_reuseport.c (status,
  * request_done hooks), rp_balance.c (queue_of), rp_relief.c (progress),
- * rp_child.c (child_started), rp_affinity.c (locality). */
+ * rp_child.c (child_started), rp_affinity.c (locality).  A leaf. */
 void rp_bstats_setup(apr_pool_t *pconf);
 void rp_bstats_accepted(int bucket);
 void rp_bstats_sample(void);
@@ -196,21 +200,26 @@ int rp_bstats_request_done(request_rec *r);
 /* One request looked at: run on the CPU that received it, or not. */
 void rp_bstats_locality(int bucket, int local);
 
-/* rp_child.c: a child's life (more in rp_child.h).  Callers: rp_parent.c
- * (main, install_early_signals right after fork), mod_mpm_reuseport.c (the
- * two hooks). */
+/* rp_child.c: a child's life.  Callers: rp_parent.c (main,
+ * install_early_signals right after fork), mod_mpm_reuseport.c (the
+ * post_read_request hook). */
 void rp_child_main(int slot, int bucket) __attribute__((noreturn));
 int rp_child_post_read_request(request_rec *r);
-int rp_child_pre_close_connection(conn_rec *c);
 void rp_child_install_early_signals(void); /* right after fork */
+
+/* rp_conn.c: a worker's connection is forgotten before it closes (the
+ * pre_close_connection hook, registered by mod_mpm_reuseport.c). */
+int rp_conn_pre_close_connection(conn_rec *c);
 
 /* rp_callbacks.c: the mpm_register_timed_callback hook (registered by
  * mod_mpm_reuseport.c). */
 apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
                                    void *baton);
 
-/* rp_hold.c: its output filter (mod_mpm_reuseport.c's register_hooks) */
+/* rp_hold.c: its output filter (mod_mpm_reuseport.c's register_hooks),
+ * added to each request (rp_child.c's post_read_request). */
 void rp_hold_register(void);
+void rp_hold_add(request_rec *r);
 
 /* rp_rtconf.c: mod_reqtimeout's stages per server (rp_rtimeout.h); NULL
  * where mod_reqtimeout does not apply.  Callers: mod_mpm_reuseport.c (the

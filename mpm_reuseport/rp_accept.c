@@ -4,41 +4,46 @@
  * every worker is busy, new connections stay in the kernel's queue, where
  * another child of the bucket can take them (EPOLLEXCLUSIVE wakes one
  * child per connection). */
-#include "rp_child.h"
+#include "rp_accept.h"
+#include "rp_balance.h"
 
 #include "apr_atomic.h"
 
 #include <errno.h>
+#include <pthread.h>
+
+typedef struct rp_listener {
+    ap_listen_rec *lr;
+    int fd;
+} rp_listener;
 
 static struct {
     pthread_mutex_t lock;       /* accepting vs. closing the listeners */
+    int slot, bucket;           /* the child's */
+    rp_listener *listeners;
+    int nlisteners;
     int listening;
     apr_time_t rest_until;      /* unwatched after an accept error */
     int paused;                 /* unwatched: more than our share */
+    apr_uint32_t conns_left;    /* MaxConnectionsPerChild budget */
     apr_uint32_t error_logged;
-} acc = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
-
-static uint64_t listener_token(int i)
-{
-    return RP_LISTENER_TOKEN | (uint64_t)i;
-}
+} acc = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static apr_status_t watch_all(int on)
 {
     apr_status_t rv = APR_SUCCESS;
     int i;
 
-    for (i = 0; i < rp_child.nlisteners; i++) {
-        rp_listener *l = &rp_child.listeners[i];
+    for (i = 0; i < acc.nlisteners; i++) {
+        rp_listener *l = &acc.listeners[i];
         if (on) {
-            rv = rp_poller_watch_listener(rp_child.conn_poller, l->fd,
-                                          listener_token(i));
+            rv = rp_loop_watch_listener(l->fd, i);
             if (rv != APR_SUCCESS) {
                 return rv;
             }
         }
         else {
-            rp_poller_forget(rp_child.conn_poller, l->fd);
+            rp_loop_forget_listener(l->fd);
         }
     }
     return rv;
@@ -60,19 +65,22 @@ static void rewatch_locked(int was)
     }
 }
 
-apr_status_t rp_accept_setup(void)
+apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket)
 {
     ap_listen_rec *lr;
     int i = 0;
 
-    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next) {
-        rp_child.nlisteners++;
+    acc.slot = slot;
+    acc.bucket = bucket;
+    apr_atomic_set32(&acc.conns_left, ap_max_requests_per_child > 0
+                     ? (apr_uint32_t)ap_max_requests_per_child : 0);
+    for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
+        acc.nlisteners++;
     }
-    rp_child.listeners = apr_pcalloc(rp_child.pruntime, rp_child.nlisteners
-                                     * sizeof(*rp_child.listeners));
-    for (lr = rp_buckets[rp_child.bucket].listeners; lr; lr = lr->next, i++) {
-        rp_child.listeners[i].lr = lr;
-        apr_os_sock_get(&rp_child.listeners[i].fd, lr->sd);
+    acc.listeners = apr_pcalloc(p, acc.nlisteners * sizeof(*acc.listeners));
+    for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next, i++) {
+        acc.listeners[i].lr = lr;
+        apr_os_sock_get(&acc.listeners[i].fd, lr->sd);
     }
     acc.listening = 1;
     return watch_all(1);
@@ -92,13 +100,16 @@ static void drain_once_locked(void)
 {
     int i, n;
 
-    for (i = 0; i < rp_child.nlisteners; i++) {
+    for (i = 0; i < acc.nlisteners; i++) {
         for (n = 0; n < RP_DRAIN_MAX; n++) {
-            rp_conn *rc = accept_locked(&rp_child.listeners[i]);
+            rp_conn *rc = accept_locked(&acc.listeners[i]);
             if (!rc) {
                 break;
             }
-            rp_loop_park_fresh(rc, ap_server_conf->timeout);
+            if (rp_loop_park_fresh(&rc->parking, ap_server_conf->timeout)
+                == RP_LOOP_REFUSED) {
+                rp_conn_close(rc);
+            }
         }
     }
 }
@@ -115,7 +126,7 @@ static void drain_locked(void)
  * refused at once rather than left queued. */
 static void stop_locked(int drain)
 {
-    process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
+    process_score *ps = &ap_scoreboard_image->parent[acc.slot];
 
     if (!acc.listening) {
         return;
@@ -127,8 +138,7 @@ static void stop_locked(int drain)
         drain_locked();
     }
     acc.listening = 0;
-    ap_close_listeners_ex(rp_buckets[rp_child.bucket].listeners);
-    rp_child.draining = 1;
+    ap_close_listeners_ex(rp_buckets[acc.bucket].listeners);
     ps->quiescing = 1;
     ps->not_accepting = 1;
 }
@@ -183,7 +193,9 @@ apr_time_t rp_accept_balance(apr_time_t now)
 
     pthread_mutex_lock(&acc.lock);
     if (acc.paused) {
-        set_paused_locked(acc.listening && rp_balance_pause(1, now));
+        set_paused_locked(acc.listening
+                          && rp_balance_pause(1, (int)rp_conn_life_count(),
+                                              now));
         next = acc.paused ? now + RP_BALANCE_EVERY : 0;
     }
     pthread_mutex_unlock(&acc.lock);
@@ -220,14 +232,16 @@ static void failed_locked(ap_listen_rec *lr, apr_status_t rv)
     rp_loop_wakeup();           /* so it plans the retry */
 }
 
-/* MaxConnectionsPerChild: the last one allowed stops the accepting now. */
-static void count_locked(void)
+/* MaxConnectionsPerChild: the last one allowed stops the accepting now;
+ * 1 then (the caller stops the child). */
+static int count_locked(void)
 {
     if (ap_max_requests_per_child > 0
-        && apr_atomic_dec32(&rp_child.conns_left) == 0) {
-        rp_child_request_stop(RP_GRACEFUL);
+        && apr_atomic_dec32(&acc.conns_left) == 0) {
         stop_locked(0);     /* the parent's copies keep the queue */
+        return 1;
     }
+    return 0;
 }
 
 /* Caller holds acc.lock and checked acc.listening (else the descriptor may
@@ -243,24 +257,25 @@ static rp_conn *accept_locked(rp_listener *l)
         }
         return NULL;
     }
-    rp_bstats_accepted(rp_child.bucket);
+    rp_bstats_accepted(acc.bucket);
     return rc;
 }
 
-rp_conn *rp_accept(int idx)
+rp_conn *rp_accept(int idx, int *last)
 {
     rp_conn *rc = NULL;
 
+    *last = 0;
     pthread_mutex_lock(&acc.lock);
     if (acc.listening && !acc.paused
-        && rp_balance_pause(0, apr_time_now())) {
+        && rp_balance_pause(0, (int)rp_conn_life_count(), apr_time_now())) {
         set_paused_locked(1);       /* a sibling takes it */
         rp_loop_wakeup();           /* the loop looks again soon */
     }
     else if (acc.listening && !acc.paused) {
-        rc = accept_locked(&rp_child.listeners[idx]);
+        rc = accept_locked(&acc.listeners[idx]);
         if (rc) {
-            count_locked();
+            *last = count_locked();
         }
     }
     pthread_mutex_unlock(&acc.lock);

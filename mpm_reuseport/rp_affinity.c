@@ -8,7 +8,6 @@
 #define _GNU_SOURCE             /* sched_getcpu, CPU_SET */
 #endif
 #include "rp.h"
-#include "rp_child.h"
 #include "rp_cpumap.h"
 
 #ifdef __linux__
@@ -67,8 +66,12 @@ const rp_cpumap *rp_affinity_map(void)
     return cpumap_ok ? &cpumap : NULL;
 }
 
+/* The bucket this process serves (a child's), for its samples. */
+static int served_bucket;
+
 void rp_affinity_pin(int bucket)
 {
+    served_bucket = bucket;
 #ifdef __linux__
     cpu_set_t set;
     int i;
@@ -108,7 +111,7 @@ void rp_affinity_sample(apr_socket_t *sock)
         || rcpu < 0 || (mine = sched_getcpu()) < 0) {
         return;
     }
-    rp_bstats_locality(rp_child.bucket, rcpu == mine);
+    rp_bstats_locality(served_bucket, rcpu == mine);
 #else
     (void)sock;
 #endif

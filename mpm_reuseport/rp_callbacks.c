@@ -12,7 +12,7 @@
  *   completion, then keep-alive or close.  Stock mpm_event in 2.4 never
  *   takes such a connection back: it stays open until the client gives up.
  */
-#include "rp_child.h"
+#include "rp_callbacks.h"
 
 #include "apr_atomic.h"
 #include "mpm_common.h"
@@ -31,7 +31,8 @@ static struct {
     rp_timed *timers;           /* sorted by when */
     rp_conn *suspended;         /* linked by next_suspended */
     int running;                /* callbacks running now */
-} cb = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0 };
+    apr_uint32_t nsuspended;    /* how many (atomic) */
+} cb = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0 };
 
 apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
                                    void *baton)
@@ -39,7 +40,7 @@ apr_status_t rp_callbacks_register(apr_time_t t, ap_mpm_callback_fn_t *fn,
     rp_timed *te, **pp;
     int first;
 
-    if (!rp_child.loop_poller || rp_child.loop_done) {
+    if (!rp_loop_serving()) {
         return APR_ENOTIMPL;    /* not in a serving child */
     }
     if (!(te = malloc(sizeof(*te)))) {
@@ -73,7 +74,7 @@ apr_time_t rp_callbacks_queue_due(apr_time_t now)
         rp_lf_job job;
         job.token = (uint64_t)(apr_uintptr_t)te | RP_TIMER_TAG;
         job.events = 0;
-        if (rp_lf_push(rp_child.lf, &job) < 0) {
+        if (rp_loop_push_job(&job) < 0) {
             break;              /* the queue is full: next tick */
         }
         cb.timers = te->next;
@@ -83,9 +84,7 @@ apr_time_t rp_callbacks_queue_due(apr_time_t now)
                                                    : now + 1000;
     pthread_mutex_unlock(&cb.lock);
     if (queued) {
-        /* The leader may sit in its wait with nothing to wake it: it takes
-         * queued jobs first when it comes back. */
-        rp_poller_wakeup(rp_child.conn_poller);
+        rp_loop_wake_leader();
     }
     return next;
 }
@@ -109,7 +108,7 @@ static rp_conn *take_moved_on_locked(void)
     return moved;
 }
 
-void rp_callbacks_run(uint64_t token, apr_thread_t *thd, int tid)
+rp_conn *rp_callbacks_run(uint64_t token)
 {
     rp_timed *te = (rp_timed *)(apr_uintptr_t)(token & ~RP_TIMER_TAG);
     rp_conn *moved = NULL;
@@ -126,23 +125,34 @@ void rp_callbacks_run(uint64_t token, apr_thread_t *thd, int tid)
         moved = take_moved_on_locked();
     }
     pthread_mutex_unlock(&cb.lock);
-    while (moved) {
-        rp_conn *rc = moved;
-        moved = rc->next_suspended;
-        apr_atomic_dec32(&rp_child.suspended);
+    return moved;
+}
+
+rp_conn *rp_callbacks_resume_next(rp_conn **moved)
+{
+    rp_conn *rc = *moved;
+
+    if (rc) {
+        *moved = rc->next_suspended;
+        apr_atomic_dec32(&cb.nsuspended);
         rc->c->sbh = rc->sbh;
         ap_run_resume_connection(rc->c, NULL);
-        rp_conn_dispatch(rc, thd, tid);
     }
+    return rc;
 }
 
 void rp_callbacks_suspend(rp_conn *rc)
 {
     ap_run_suspend_connection(rc->c, NULL);
     rc->c->sbh = NULL;          /* no worker's slot while suspended */
-    apr_atomic_inc32(&rp_child.suspended);
+    apr_atomic_inc32(&cb.nsuspended);
     pthread_mutex_lock(&cb.lock);
     rc->next_suspended = cb.suspended;
     cb.suspended = rc;
     pthread_mutex_unlock(&cb.lock);
+}
+
+apr_uint32_t rp_callbacks_suspended(void)
+{
+    return apr_atomic_read32(&cb.nsuspended);
 }

@@ -1,20 +1,53 @@
-/* A child process: serves one listener bucket.  An event loop thread
- * (rp_loop.c) accepts and watches idle connections; workers run a
- * connection only while it has a request to process (rp_conn.c).  The main
- * thread waits on the bucket's pipe of death and stops the others. */
-#include "rp_child.h"
+/* A child process: serves one listener bucket.  Its parts, each behind
+ * its own header, and none calling back up into this file:
+ *   rp_loop.h       the event loop: pollers, slots, parking, timer queues
+ *   rp_accept.h     accepting, by the leading worker
+ *   rp_conn_life.h  a connection's creation, close and release; pool stock
+ *   rp_conn.h       a connection's state machine, run by workers
+ *   rp_callbacks.h  timed callbacks and suspended connections
+ *   rp_balance.h    sharing the bucket with sibling children
+ * This file sets them up in order and runs the threads: idle workers take
+ * turns waiting on the connection poller (rp_lf.h), so a ready connection
+ * is run by the worker that saw it (no hand-off between threads); the
+ * loop thread closes what timed out, retries and balances accepting,
+ * queues due callbacks and, when the child stops, stops accepting and
+ * returns once no connection is left.  The main thread waits on the
+ * bucket's pipe of death and stops the others. */
+#include "rp.h"
+#include "rp_accept.h"
+#include "rp_balance.h"
+#include "rp_callbacks.h"
+#include "rp_conn.h"
+#include "rp_conn_life.h"
+#include "rp_lf.h"
+#include "rp_loop.h"
 
 #include "apr_atomic.h"
 #include "apr_signal.h"
+#include "apr_thread_proc.h"
 #include "http_connection.h"
 #include "http_protocol.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-rp_child_state rp_child;
+typedef enum { RP_RUN, RP_GRACEFUL, RP_UNGRACEFUL } rp_stop_mode;
+
+static struct {
+    int slot, bucket;
+    apr_pool_t *pchild;
+    apr_pool_t *pruntime;       /* outlives connection pools */
+    rp_lf *lf;                  /* idle workers take turns */
+    apr_thread_t *starter, *loop, **workers;
+    apr_uint32_t workers_running;
+    volatile rp_stop_mode mode; /* set by whoever decides to stop */
+    volatile sig_atomic_t got_sigterm;
+    volatile int draining;      /* answers carry Connection: close */
+    volatile int starter_may_exit;
+} rp_child;
 
 /* ---- exit ------------------------------------------------------------ */
 
@@ -44,9 +77,7 @@ static void note_sigterm(int sig, siginfo_t *info, void *uctx)
     (void)uctx;
     if (!info || info->si_pid != getpid()) {
         rp_child.got_sigterm = 1;
-        if (rp_child.loop_poller) {
-            rp_loop_wakeup();   /* an eventfd write: signal-safe */
-        }
+        rp_loop_wakeup();       /* an eventfd write: signal-safe */
     }
 }
 
@@ -62,7 +93,7 @@ static void catch_sigterm(void)
 }
 
 /* Ask the main thread to stop this child (from any thread). */
-void rp_child_request_stop(rp_stop_mode mode)
+static void request_stop(rp_stop_mode mode)
 {
     if (rp_child.mode < mode) {
         rp_child.mode = mode;
@@ -84,89 +115,48 @@ int rp_child_post_read_request(request_rec *r)
 
 /* ---- workers ----------------------------------------------------------- */
 
-/* Each worker publishes only its own entry, so plain atomic stores do: no
- * lock shared by all workers on every request.  An ungraceful stop may
- * read a descriptor just as its connection closes and shut down whatever
- * reused the number: another connection being cut anyway, or a
- * non-socket (ENOTSOCK). */
-void rp_child_publish_connection(int tid, conn_rec *c, apr_socket_t *sock)
-{
-    int fd = -1;
-
-    if (sock) {
-        apr_os_sock_get(&fd, sock);
-    }
-    __atomic_store_n(&rp_child.conns[tid], c, __ATOMIC_RELEASE);
-    __atomic_store_n(&rp_child.conn_fds[tid], fd, __ATOMIC_RELEASE);
-}
-
-int rp_child_pre_close_connection(conn_rec *c)
-{
-    long tid = c->id - (long)rp_child.slot * rp_lim.thread_limit;
-
-    if (rp_child.conns && tid >= 0 && tid < rp_lim.threads_per_child
-        && __atomic_load_n(&rp_child.conns[tid], __ATOMIC_ACQUIRE) == c) {
-        rp_child_publish_connection((int)tid, NULL, NULL);
-    }
-    return OK;
-}
-
-/* Ungraceful stop: cut the connections workers are running. */
-static void shutdown_connections(void)
-{
-    int tid;
-
-    for (tid = 0; tid < rp_lim.threads_per_child; tid++) {
-        int fd = __atomic_load_n(&rp_child.conn_fds[tid], __ATOMIC_ACQUIRE);
-        if (fd >= 0) {
-            shutdown(fd, SHUT_RDWR);
-        }
-    }
-}
-
-/* The leader's wait: ready listeners and the connections that waited for
- * what happened (claimed now), as jobs.  A connection's job carries the
- * connection itself (user-space pointers never have the listener bit). */
-static int take_events(rp_lf_job *jobs)
-{
-    rp_poll_event ev[RP_LF_BATCH];
-    int n, i, out = 0, woken;
-
-    n = rp_poller_wait(rp_child.conn_poller, -1, ev, RP_LF_BATCH, &woken);
-    for (i = 0; i < n; i++) {
-        rp_conn *rc;
-        if (ev[i].token & RP_LISTENER_TOKEN) {
-            jobs[out].token = ev[i].token;
-            jobs[out++].events = ev[i].events;
-        }
-        else if ((rc = rp_loop_claim(ev[i].token, ev[i].events))) {
-            jobs[out].token = (uint64_t)(apr_uintptr_t)rc;
-            jobs[out++].events = ev[i].events;
-        }
-    }
-    return out;
-}
-
 /* A listener job accepts one connection and, if it got one, queues itself
  * again behind the events already taken: a burst of new connections is
  * taken one per job, not one per wait (the poller reports the listener
  * once among all ready connections, which would starve it). */
+static rp_conn *accept_job(const rp_lf_job *job)
+{
+    int last;
+    rp_conn *rc = rp_accept((int)(job->token & ~RP_LISTENER_TOKEN), &last);
+
+    if (last) {                 /* MaxConnectionsPerChild */
+        rp_child.draining = 1;
+        request_stop(RP_GRACEFUL);
+    }
+    if (rc && rp_lf_push(rp_child.lf, job) > 0) {
+        rp_loop_wakeup();
+    }
+    return rc;
+}
+
+/* A timed callback, then the connections its module moved on. */
+static void run_callback(uint64_t token, apr_thread_t *thd, int tid)
+{
+    rp_conn *moved = rp_callbacks_run(token), *rc;
+
+    while ((rc = rp_callbacks_resume_next(&moved))) {
+        rp_conn_dispatch(rc, thd, tid);
+    }
+}
+
 static void run_job(const rp_lf_job *job, apr_thread_t *thd, int tid)
 {
     rp_conn *rc;
 
     if (job->token & RP_LISTENER_TOKEN) {
-        rc = rp_accept((int)(job->token & ~RP_LISTENER_TOKEN));
-        if (rc && rp_lf_push(rp_child.lf, job) > 0) {
-            rp_loop_wakeup();
-        }
+        rc = accept_job(job);
     }
     else if (job->token & RP_TIMER_TAG) {
-        rp_callbacks_run(job->token, thd, tid);
+        run_callback(job->token, thd, tid);
         return;
     }
     else {
-        rc = (rp_conn *)(apr_uintptr_t)job->token;
+        rc = rp_conn_of((rp_parking *)(apr_uintptr_t)job->token);
     }
     if (rc) {
         rp_conn_dispatch(rc, thd, tid);
@@ -184,7 +174,7 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
     ws->pid = getpid();
     ws->tid = apr_os_thread_current();
     ws->generation = rp_state->mpm->my_generation;
-    while (rp_child.mode != RP_UNGRACEFUL && !rp_child.loop_done) {
+    while (rp_child.mode != RP_UNGRACEFUL && rp_loop_serving()) {
         rp_lf_job jobs[RP_LF_BATCH], job;
         int what;
 
@@ -195,7 +185,7 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
             break;
         }
         if (what == RP_LF_LEAD) {
-            int n = take_events(jobs);
+            int n = rp_loop_take_jobs(jobs);
             if (!n) {
                 continue;
             }
@@ -213,31 +203,149 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
     return NULL;
 }
 
+/* ---- the loop thread ------------------------------------------------------ */
+
+/* While draining: check every so often, and give a keep-alive connection
+ * this long to send the request that may already be on its way. */
+#define RP_DRAIN_TICK apr_time_from_msec(50)
+#define RP_IDLE_GRACE apr_time_from_msec(250)
+/* While workers are busy: how soon a free leadership gets a leader. */
+#define RP_LF_TICK apr_time_from_msec(1)
+#define RP_EXPIRED_BATCH 64
+
+static apr_time_t earliest(apr_time_t a, apr_time_t b)
+{
+    return a <= 0 ? b : b <= 0 ? a : a < b ? a : b;
+}
+
+/* When the loop thread must look again, besides the parking's timers:
+ * accepting's retry or balance look, the next callback, the drain tick, a
+ * leadership tick; 0: none.  Due callbacks are queued now. */
+static apr_time_t next_look(apr_time_t now, int draining)
+{
+    int busy = rp_lf_tick(rp_child.lf);
+    apr_time_t next = earliest(draining ? 0 : rp_accept_balance(now),
+                               rp_callbacks_queue_due(now));
+
+    next = earliest(next, rp_accept_rest_until());
+    if (draining) {
+        next = earliest(next, now + RP_DRAIN_TICK);
+    }
+    if (busy) {
+        next = earliest(next, now + RP_LF_TICK);
+    }
+    return next;
+}
+
+static void publish_counts(void)
+{
+    process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
+
+    ps->connections = rp_conn_life_count();
+    ps->suspended = rp_callbacks_suspended();
+}
+
+/* Close what timed out; with idle_for (draining) also keep-alive
+ * connections idle that long. */
+static void close_expired(apr_time_t idle_for)
+{
+    rp_parking *batch[RP_EXPIRED_BATCH];
+    int n, i;
+
+    do {
+        n = rp_loop_take_expired(idle_for, batch, RP_EXPIRED_BATCH);
+        for (i = 0; i < n; i++) {
+            rp_conn_close(rp_conn_of(batch[i]));
+        }
+    } while (n == RP_EXPIRED_BATCH);
+}
+
+static void stop_accepting(void)
+{
+    rp_accept_stop();
+    rp_child.draining = 1;
+}
+
+/* Nobody watches parked connections from now on: the workers leave. */
+static void release_workers(void)
+{
+    rp_loop_shutdown();
+    rp_lf_shutdown(rp_child.lf);
+}
+
+/* The loop thread: timeouts, accepting's retries and balance looks, due
+ * callbacks and late reads; when the child stops, it stops accepting,
+ * closes idle keep-alive connections and returns once none is left (at
+ * once if the stop is ungraceful). */
+static void *APR_THREAD_FUNC loop_main(apr_thread_t *thd, void *arg)
+{
+    int listening = 1;
+
+    (void)thd;
+    (void)arg;
+    for (;;) {
+        apr_time_t now;
+
+        if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
+            break;
+        }
+        if (rp_child.mode != RP_RUN && listening) {
+            stop_accepting();
+        }
+        listening = rp_accept_listening();
+        if (!listening && !rp_conn_life_count()) {
+            break;
+        }
+        now = apr_time_now();
+        publish_counts();
+        rp_loop_wait(now, next_look(now, !listening));
+        rp_accept_retry();
+        close_expired(listening ? 0 : RP_IDLE_GRACE);
+        rp_loop_hand_over_late_reads();
+    }
+    stop_accepting();
+    release_workers();
+    return NULL;
+}
+
 /* ---- start-up ---------------------------------------------------------- */
+
+/* The parts in order: connections before the loop (nothing parks yet),
+ * the loop before accepting (its poller watches the listeners). */
+static apr_status_t setup_parts(int n)
+{
+    apr_status_t rv;
+
+    if (!(rp_child.lf = rp_lf_create(n))) {
+        return APR_ENOMEM;
+    }
+    if ((rv = rp_conn_life_setup(rp_child.pruntime, n)) != APR_SUCCESS) {
+        return rv;
+    }
+    rp_conn_setup(rp_child.pruntime, rp_child.slot, n);
+    rp_balance_setup(rp_child.slot, rp_child.bucket);
+    if ((rv = rp_loop_setup(rp_child.pruntime, rp_child.slot, rp_child.lf))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    return rp_accept_setup(rp_child.pruntime, rp_child.slot, rp_child.bucket);
+}
 
 static void setup_runtime(void)
 {
-    apr_status_t rv = APR_ENOMEM;
+    apr_status_t rv;
     int n = rp_lim.threads_per_child;
 
     apr_pool_create(&rp_child.pruntime, rp_pconf);
     apr_pool_tag(rp_child.pruntime, "mpm_runtime");
-    rp_child.lf = rp_lf_create(n);
-    if (!rp_child.lf || (rv = rp_conn_life_setup(n)) != APR_SUCCESS
-        || (rv = rp_loop_setup()) != APR_SUCCESS) {
+    if ((rv = setup_parts(n)) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv,
                      ap_server_conf, RP_LOG_TAG "cannot set up the child's "
                      "event loop: check memory and descriptor limits");
         child_exit(APEXIT_CHILDSICK);
     }
-    rp_child.workers = apr_pcalloc(rp_child.pruntime, n * sizeof(apr_thread_t *));
-    rp_child.conns = apr_pcalloc(rp_child.pruntime, n * sizeof(conn_rec *));
-    rp_child.conn_fds = apr_palloc(rp_child.pruntime, n * sizeof(int));
-    while (n--) {
-        rp_child.conn_fds[n] = -1;
-    }
-    apr_atomic_set32(&rp_child.conns_left, ap_max_requests_per_child > 0
-                     ? (apr_uint32_t)ap_max_requests_per_child : 0);
+    rp_child.workers = apr_pcalloc(rp_child.pruntime,
+                                   n * sizeof(apr_thread_t *));
 }
 
 static apr_thread_t *spawn_thread(apr_thread_start_t fn, void *arg)
@@ -288,7 +396,7 @@ static void *APR_THREAD_FUNC starter_main(apr_thread_t *thd, void *arg)
             made++;
         }
         if (made && !rp_child.loop) {
-            rp_child.loop = spawn_thread(rp_loop_main, NULL);
+            rp_child.loop = spawn_thread(loop_main, NULL);
         }
         if (made == rp_lim.threads_per_child) {
             break;
@@ -327,13 +435,11 @@ static void stop_threads(rp_stop_mode mode)
         join(rp_child.loop);   /* it releases the workers when done */
     }
     else {
-        rp_child.loop_done = 1;
-        rp_poller_shutdown(rp_child.conn_poller);
-        rp_lf_shutdown(rp_child.lf);
+        release_workers();
     }
     if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
         rp_child.mode = RP_UNGRACEFUL;
-        shutdown_connections();
+        rp_conn_cut_running();
     }
     for (i = 0; i < rp_lim.threads_per_child; i++) {
         join(rp_child.workers[i]);

@@ -4,7 +4,8 @@
  * c->cs->state saying what the connection waits for), flush what is left
  * to write, then park it (rp_loop_park) or close it.  Workers never wait
  * for a client between requests, nor for the rest of a request. */
-#include "rp_child.h"
+#include "rp_callbacks.h"
+#include "rp_conn.h"
 #include "rp_readahead.h"
 #include "rp_tlsbody.h"
 
@@ -33,23 +34,84 @@ typedef enum {
     RP_NEXT_SUSPENDED           /* a module owns it now */
 } rp_next;
 
-static long conn_id(int tid)
+/* Per worker: the connection it runs and its socket (atomic stores by
+ * that worker), so an ungraceful stop can cut them. */
+static struct {
+    int slot;                   /* the child's */
+    int nworkers;
+    conn_rec **conns;
+    int *conn_fds;
+} running;
+
+void rp_conn_setup(apr_pool_t *p, int slot, int nworkers)
 {
-    return (long)rp_child.slot * rp_lim.thread_limit + tid;
+    int n = nworkers;
+
+    running.slot = slot;
+    running.conns = apr_pcalloc(p, n * sizeof(conn_rec *));
+    running.conn_fds = apr_palloc(p, n * sizeof(int));
+    while (n--) {
+        running.conn_fds[n] = -1;
+    }
+    running.nworkers = nworkers;
 }
 
-/* ---- closing ----------------------------------------------------------- */
-
-void rp_conn_close(rp_conn *rc)
+static long conn_id(int tid)
 {
-    /* No need to unregister: closing the descriptor does (even if a CGI
-     * forked meanwhile still holds it, its event's token is stale). */
-    if (rc->c && !rc->pre_closed) {
-        rc->pre_closed = 1;
-        ap_prep_lingering_close(rc->c);
+    return (long)running.slot * rp_lim.thread_limit + tid;
+}
+
+/* Each worker publishes only its own entry, so plain atomic stores do: no
+ * lock shared by all workers on every request.  An ungraceful stop may
+ * read a descriptor just as its connection closes and shut down whatever
+ * reused the number: another connection being cut anyway, or a
+ * non-socket (ENOTSOCK). */
+static void publish_running(int tid, conn_rec *c, apr_socket_t *sock)
+{
+    int fd = -1;
+
+    if (sock) {
+        apr_os_sock_get(&fd, sock);
     }
-    apr_socket_close(rc->sock);
-    rp_conn_release(rc);
+    __atomic_store_n(&running.conns[tid], c, __ATOMIC_RELEASE);
+    __atomic_store_n(&running.conn_fds[tid], fd, __ATOMIC_RELEASE);
+}
+
+int rp_conn_pre_close_connection(conn_rec *c)
+{
+    long tid = c->id - (long)running.slot * rp_lim.thread_limit;
+
+    if (running.conns && tid >= 0 && tid < running.nworkers
+        && __atomic_load_n(&running.conns[tid], __ATOMIC_ACQUIRE) == c) {
+        publish_running((int)tid, NULL, NULL);
+    }
+    return OK;
+}
+
+void rp_conn_cut_running(void)
+{
+    int tid;
+
+    for (tid = 0; tid < running.nworkers; tid++) {
+        int fd = __atomic_load_n(&running.conn_fds[tid], __ATOMIC_ACQUIRE);
+        if (fd >= 0) {
+            shutdown(fd, SHUT_RDWR);
+        }
+    }
+}
+
+/* Park rc; 1 if its wait is over already (run it again).  What the loop
+ * cannot park is closed here. */
+static int park(rp_conn *rc, rp_park why, int events,
+                apr_interval_time_t timeout)
+{
+    int got = rp_loop_park(&rc->parking, why, events, timeout);
+
+    if (got == RP_LOOP_REFUSED) {
+        rp_conn_close(rc);
+        return 0;
+    }
+    return got == RP_LOOP_READY;
 }
 
 /* ---- states ------------------------------------------------------------ */
@@ -61,7 +123,7 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
     conn_rec *c;
     int rv;
 
-    ap_create_sb_handle(&rc->sbh, rc->pool, rp_child.slot, tid);
+    ap_create_sb_handle(&rc->sbh, rc->pool, running.slot, tid);
     c = ap_run_create_connection(rc->pool, ap_server_conf, rc->sock,
                                  conn_id(tid), rc->sbh, ba);
     if (!c) {
@@ -89,7 +151,7 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
 
 static void resume_connection(rp_conn *rc, apr_thread_t *thd, int tid)
 {
-    ap_update_sb_handle(rc->sbh, rp_child.slot, tid);
+    ap_update_sb_handle(rc->sbh, running.slot, tid);
     rc->c->current_thread = thd;
     rc->c->id = conn_id(tid);
 }
@@ -203,7 +265,7 @@ static int nothing_more_to_read(rp_conn *rc)
     if (!rc->last_request || rc->c->data_in_input_filters) {
         return 0;
     }
-    n = recv(rc->fd, &byte, 1, MSG_DONTWAIT);
+    n = recv(rc->parking.fd, &byte, 1, MSG_DONTWAIT);
     return n == 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
@@ -341,7 +403,7 @@ static int park_io(rp_conn *rc)
      * threads, also while it waits here. */
     rc->module_wait = rc->pub.state == CONN_STATE_ASYNC_WAITIO;
     rc->pub.sense = CONN_SENSE_DEFAULT;
-    return rp_loop_park(rc, RP_PARK_IO, events, c->base_server->timeout);
+    return park(rc, RP_PARK_IO, events, c->base_server->timeout);
 }
 
 /* Run rc until it waits or closes; 1 if its wait is over already (run
@@ -359,23 +421,22 @@ static int run(rp_conn *rc, apr_thread_t *thd, int tid)
         resume_connection(rc, thd, tid);
     }
     rp_affinity_sample(rc->sock);
-    rp_child_publish_connection(tid, rc->c, rc->sock);
+    publish_running(tid, rc->c, rc->sock);
     next = advance(rc);
     /* Unpublish before another thread may own it again. */
-    rp_child_publish_connection(tid, NULL, NULL);
+    publish_running(tid, NULL, NULL);
     switch (next) {
     case RP_NEXT_KEEPALIVE:
         rc->pub.sense = CONN_SENSE_DEFAULT;
-        return rp_loop_park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
-                            keepalive_timeout(rc->c));
+        return park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
+                    keepalive_timeout(rc->c));
     case RP_NEXT_READ_AHEAD:
-        return rp_loop_park(rc, RP_PARK_READ, RP_POLL_IN,
-                            read_ahead_timeout(rc->ra));
+        return park(rc, RP_PARK_READ, RP_POLL_IN,
+                    read_ahead_timeout(rc->ra));
     case RP_NEXT_WAIT_IO:
         return park_io(rc);
     case RP_NEXT_LINGER:
-        return rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN,
-                            RP_LINGER_TIMEOUT);
+        return park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
     case RP_NEXT_CLOSE:
         rp_conn_close(rc);
         break;
@@ -394,7 +455,7 @@ static int linger_read(rp_conn *rc)
     int i;
 
     for (i = 0; i < RP_LINGER_READS; i++) {
-        ssize_t n = recv(rc->fd, buf, sizeof(buf), 0);
+        ssize_t n = recv(rc->parking.fd, buf, sizeof(buf), 0);
         if (n > 0) {
             continue;
         }
@@ -409,13 +470,13 @@ static int linger_read(rp_conn *rc)
         rp_conn_close(rc);
         return 0;
     }
-    return rp_loop_park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
+    return park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT);
 }
 
-/* rc's wait (rc->park) is over: carry on where it stopped. */
+/* rc's wait (rc->parking.why) is over: carry on where it stopped. */
 static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
 {
-    switch (rc->park) {
+    switch (rc->parking.why) {
     case RP_PARK_LINGER:
         return linger_read(rc);
     case RP_PARK_KEEPALIVE:
@@ -438,7 +499,7 @@ static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
     default:                    /* just accepted (RP_PARK_NEW: earlier) */
         break;
     }
-    rc->park = RP_PARK_NONE;
+    rc->parking.why = RP_PARK_NONE;
     return run(rc, thd, tid);
 }
 

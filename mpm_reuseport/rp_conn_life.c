@@ -1,16 +1,19 @@
-/* A connection's life as its pool sees it: the pool comes from a stock of
- * idle ones (rp_stock.h) and the accepted socket is made in it, the
- * connection lives in it, and its release clears it and gives it back.
- * Creating and releasing a connection, the count of live ones and the
- * stock are this file's: rp_accept.c says when to accept, rp_conn.c runs
- * and closes connections, and neither takes or gives back a pool. */
-#include "rp_child.h"
+/* A connection's life as its pool sees it (rp_conn_life.h): the pool
+ * comes from a stock of idle ones (rp_stock.h) and the accepted socket is
+ * made in it, the connection lives in it, and its release clears it and
+ * gives it back.  rp_accept.c says when to accept, rp_conn.c runs
+ * connections, and neither takes or gives back a pool. */
+#include "rp_conn_life.h"
+#include "rp_balance.h"
 #include "rp_stock.h"
 
 #include "apr_atomic.h"
+#include "http_connection.h"
 
 /* Idle connection pools for reuse, at most one per worker. */
 static rp_stock *stock;
+static apr_pool_t *parent_pool;
+static apr_uint32_t live_conns;
 
 /* All connections of the child share one allocator (locked): memory a
  * request frees is reused by the next request on any connection, so an
@@ -25,7 +28,7 @@ static apr_status_t create_conn_allocator(void)
 
     if ((rv = apr_allocator_create(&conn_allocator))
         || (rv = apr_thread_mutex_create(&mutex, APR_THREAD_MUTEX_DEFAULT,
-                                         rp_child.pruntime))) {
+                                         parent_pool))) {
         return rv;
     }
     apr_allocator_max_free_set(conn_allocator, ap_max_mem_free);
@@ -33,8 +36,9 @@ static apr_status_t create_conn_allocator(void)
     return APR_SUCCESS;
 }
 
-apr_status_t rp_conn_life_setup(int max_pools)
+apr_status_t rp_conn_life_setup(apr_pool_t *p, int max_pools)
 {
+    parent_pool = p;
     stock = rp_stock_create(max_pools);
     if (!stock) {
         return APR_ENOMEM;
@@ -42,12 +46,17 @@ apr_status_t rp_conn_life_setup(int max_pools)
     return create_conn_allocator();
 }
 
+apr_uint32_t rp_conn_life_count(void)
+{
+    return apr_atomic_read32(&live_conns);
+}
+
 static apr_pool_t *connection_pool(void)
 {
     apr_pool_t *p = rp_stock_take(stock);
 
     if (!p) {
-        apr_pool_create_ex(&p, rp_child.pruntime, NULL, conn_allocator);
+        apr_pool_create_ex(&p, parent_pool, NULL, conn_allocator);
         apr_pool_tag(p, "transaction");
     }
     return p;
@@ -65,15 +74,14 @@ static void give_pool(apr_pool_t *p)
 static rp_conn *new_conn(apr_pool_t *p, apr_socket_t *sock)
 {
     rp_conn *rc = apr_pcalloc(p, sizeof(*rc));
+    int fd;
 
     rc->pool = p;
     rc->sock = sock;
-    rc->slot = -1;
-    apr_os_sock_get(&rc->fd, sock);
-    rp_timer_init(&rc->timer);
-    rp_dtimer_init(&rc->deadline);
-    apr_atomic_inc32(&rp_child.live_conns);
-    rp_balance_publish();
+    apr_os_sock_get(&fd, sock);
+    rp_parking_init(&rc->parking, fd);
+    apr_atomic_inc32(&live_conns);
+    rp_balance_publish(rp_conn_life_count());
     return rc;
 }
 
@@ -90,13 +98,26 @@ rp_conn *rp_conn_accept(apr_socket_t *listener, apr_status_t *rv)
     return new_conn(p, sock);
 }
 
-void rp_conn_release(rp_conn *rc)
+/* The socket is closed already. */
+static void release(rp_conn *rc)
 {
     apr_pool_t *p = rc->pool;
 
-    rp_loop_unslot(rc);
-    apr_atomic_dec32(&rp_child.live_conns);
-    rp_balance_publish();
+    rp_loop_unslot(&rc->parking);
+    apr_atomic_dec32(&live_conns);
+    rp_balance_publish(rp_conn_life_count());
     apr_pool_clear(p);          /* rc lives in p */
     give_pool(p);
+}
+
+void rp_conn_close(rp_conn *rc)
+{
+    /* No need to unregister: closing the descriptor does (even if a CGI
+     * forked meanwhile still holds it, its event's token is stale). */
+    if (rc->c && !rc->pre_closed) {
+        rc->pre_closed = 1;
+        ap_prep_lingering_close(rc->c);
+    }
+    apr_socket_close(rc->sock);
+    release(rc);
 }

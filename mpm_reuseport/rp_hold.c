@@ -19,7 +19,7 @@
  * Chunked responses are left alone (the chunk filter, added after the
  * headers went down, sits between this filter and the network), and so
  * are responses without a body (their headers come with the end). */
-#include "rp_child.h"
+#include "rp.h"
 
 #include "util_filter.h"
 

@@ -2,8 +2,8 @@
  * on one bucket's socket, so with one child per bucket a child that stops
  * taking connections (stopped, blocked in a module, every worker busy)
  * would hold up every connection hashed to its bucket.  The parent holds
- * every bucket's sockets and looks at their queues often (rp_watch.c says
- * when one is stuck); a stuck bucket gets a child in an empty slot, which
+ * every bucket's sockets and looks at their queues often (the pure rule,
+ * rp_relief_rule.c, says when one is stuck); a stuck bucket gets a child in an empty slot, which
  * accepts what waits there and what comes next.  When the stuck child
  * resumes, the bucket's children share it (rp_balance.c); once the bucket
  * has been fine for a while, the parent lets one child go per child added,
@@ -11,13 +11,13 @@
  * This file decides and logs; the parent (rp_parent.c), the only one that
  * forks, starts the child and reports how it went. */
 #include "rp.h"
-#include "rp_watch.h"
+#include "rp_relief_rule.h"
 
 /* A bucket fine for this long gives back a child it was given. */
 #define SURPLUS_AFTER apr_time_from_sec(10)
 
 typedef struct {
-    rp_watch watch;
+    rp_relief_watch watch;
     int added;                  /* children started for it, not yet gone */
     apr_time_t last_stall;      /* last look that found it stalled */
 } relief;
@@ -100,10 +100,10 @@ int rp_relief_look(apr_time_t now, int *next, rp_relief_need *need)
         if (!rp_bstats_progress(b, &queued, &accepted)) {
             return 0;
         }
-        stalled = rp_watch_stalled_for(&rl->watch, now);
-        stuck = rp_watch_look(&rl->watch, queued, accepted, now,
-                              apr_time_from_msec(rp_lim.stuck_timeout));
-        if (rp_watch_stalled_for(&rl->watch, now)) {
+        stalled = rp_relief_rule_stalled_for(&rl->watch, now);
+        stuck = rp_relief_rule_look(&rl->watch, queued, accepted, now,
+                                    apr_time_from_msec(rp_lim.stuck_timeout));
+        if (rp_relief_rule_stalled_for(&rl->watch, now)) {
             rl->last_stall = now;
         }
         if (stuck) {

@@ -442,7 +442,7 @@ class ChildrenPerBucket(HttpdTestCase):
         """Four children on one bucket and bursts of 160 keep-alive
         connections: which child the kernel wakes is chance, so without
         balancing some child ends up well above its share of 40.  A child
-        clearly above its share pauses accepting (rp_share.h: by more than
+        clearly above its share pauses accepting (rp_balance_rule.h: by more than
         an eighth, at least 4)."""
         import subprocess
         import time

@@ -1,9 +1,9 @@
 /* When a bucket needs another child: connections wait in its queue and its
- * children accepted none for a while (see rp_watch.h). */
-#include "rp_watch.h"
+ * children accepted none for a while (see rp_relief_rule.h). */
+#include "rp_relief_rule.h"
 
-int rp_watch_look(rp_watch *w, uint32_t queued, uint64_t accepted,
-                  int64_t now, int64_t timeout)
+int rp_relief_rule_look(rp_relief_watch *w, uint32_t queued,
+                        uint64_t accepted, int64_t now, int64_t timeout)
 {
     if (queued == 0 || accepted != w->seen) {
         w->seen = accepted;
@@ -15,14 +15,14 @@ int rp_watch_look(rp_watch *w, uint32_t queued, uint64_t accepted,
         return 0;
     }
     if (now - w->waiting_since < timeout
-        || (w->relieved_at && now - w->relieved_at < RP_WATCH_HOLD)) {
+        || (w->relieved_at && now - w->relieved_at < RP_RELIEF_HOLD)) {
         return 0;
     }
     w->relieved_at = now;
     return 1;
 }
 
-int64_t rp_watch_stalled_for(const rp_watch *w, int64_t now)
+int64_t rp_relief_rule_stalled_for(const rp_relief_watch *w, int64_t now)
 {
     return w->waiting_since ? now - w->waiting_since : 0;
 }

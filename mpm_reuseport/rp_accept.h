@@ -1,0 +1,32 @@
+/* Accepting: rp_accept.c owns the child's copies of its bucket's listeners
+ * (watched on the loop's connection poller, rp_loop.h), whether they are
+ * watched (listening, resting after an error, paused for the siblings,
+ * rp_balance.h), and the MaxConnectionsPerChild budget.  It only hands
+ * sockets over: a connection it accepts goes to its caller, and one it
+ * takes while stopping waits parked for its first request.
+ * Callers: rp_child.c only (setup; accept from the leading worker; the
+ * rest from the loop thread). */
+#ifndef RP_ACCEPT_H
+#define RP_ACCEPT_H
+
+#include "rp_conn_life.h"
+
+/* The listeners of `bucket`, watched from now on; slot: the child's, for
+ * the scoreboard. */
+apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket);
+/* The leader, on listener's job: a new connection, or NULL.  *last is
+ * set when it was the last that MaxConnectionsPerChild allows (accepting
+ * has stopped; the caller stops the child). */
+rp_conn *rp_accept(int listener, int *last);
+/* Stop accepting: what the kernel completed already is taken and parked,
+ * then our copies of the listeners close. */
+void rp_accept_stop(void);
+int rp_accept_listening(void);
+/* 0, or when to call rp_accept_retry after an accept error. */
+apr_time_t rp_accept_rest_until(void);
+void rp_accept_retry(void);
+/* While accepting is paused (rp_balance.h): look again; returns when to
+ * look next (0: not paused). */
+apr_time_t rp_accept_balance(apr_time_t now);
+
+#endif
