@@ -127,6 +127,15 @@ static void start_notification(fhc_child *ch, apr_pool_t *pchild)
                  ch->conf->revalidate_secs, fhc_os_hint_no_notify);
 }
 
+static apr_status_t leave_tally(void *data)
+{
+    fhc_child *ch = data;
+    fhc_lock(ch);
+    fhc_tally_leave(ch);
+    fhc_unlock(ch);
+    return APR_SUCCESS;
+}
+
 void fhc_child_init(apr_pool_t *pchild, server_rec *s)
 {
     fhc_server_conf *conf = ap_get_module_config(s->module_config,
@@ -156,7 +165,11 @@ void fhc_child_init(apr_pool_t *pchild, server_rec *s)
         return;
     }
     start_notification(ch, pchild);
-    fhc_tally_join(ch, pchild);
+    fhc_tally_join(ch);
+    if (ch->slot) {
+        apr_pool_cleanup_register(pchild, ch, leave_tally,
+                                  apr_pool_cleanup_null);
+    }
     /* Published at once, so server-status counts a child that polls
      * before it has served anything (prefork children beyond the inotify
      * instance limit). */

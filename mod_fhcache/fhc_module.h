@@ -122,13 +122,22 @@ apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
 
 /* fhc_status.c */
 int fhc_status_hook(request_rec *r, int flags);
+
+/* fhc_publish.c */
 /* post_config: the table children publish their counters in. */
 void fhc_tally_setup(apr_pool_t *pconf, server_rec *s);
-/* child_init: claim this child's row (released when pchild goes). */
-void fhc_tally_join(fhc_child *ch, apr_pool_t *pchild);
+/* child_init: claim this child's row (ch->slot; NULL without a row). */
+void fhc_tally_join(fhc_child *ch);
 /* Copy the counters to the row if a second has passed (or force);
  * caller holds the child lock. */
 void fhc_tally_update(fhc_child *ch, apr_time_t now, int force);
+/* Last copy, and the row's cumulative counters folded into the totals;
+ * caller holds the child lock. */
+void fhc_tally_leave(fhc_child *ch);
+/* The live counters and the mode's name; caller holds the child lock. */
+void fhc_tally_read(fhc_child *ch, uint64_t v[FHC_F_COUNT], const char **mode);
+/* This generation's table; NULL without shared memory. */
+const fhc_tally *fhc_tally_table(void);
 
 /* fhc_stopguard.c: a workaround for a stop race in mpm_event/worker */
 void fhc_stopguard_child_init(apr_pool_t *pchild, server_rec *s);
