@@ -44,7 +44,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
-.PHONY: all check unit fuzz integration regress deps demo demo-stop install \
+.PHONY: all check unit unit-run fuzz integration regress deps demo demo-stop install \
         uninstall bench clean win win-check win-bench deb intree soak FORCE
 
 all: $(RP_SO) $(FHC_SO)
@@ -95,7 +95,14 @@ $(OBJ)/test/%:
 	    -o $@ $^ $(UNIT_FLAGS) \
 	    $$(pkg-config --cflags --libs check)
 
-unit: $(UNIT_TESTS)
+# unit, integration and regress install what they need first (as root), then
+# build in a new make: the apxs values above may have been read before
+# apache2-dev was there.
+unit:
+	@build/deps.sh base
+	@$(MAKE) --no-print-directory unit-run
+
+unit-run: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
@@ -115,7 +122,9 @@ fuzz:
 	@MPMNG_FUZZ_INPUTS=$(FUZZ_NET_INPUTS) MPMNG_LD_PRELOAD="$(SAN_PRELOAD)" \
 	    python3 -m mpmng_py.integration -k test_fuzz_input -v
 
-integration: all
+integration:
+	@build/deps.sh base test
+	@$(MAKE) --no-print-directory all
 	python3 -m mpmng_py.integration
 
 # 30 minutes of mixed load (keep-alive, new connections, TLS, HTTP/2, CGI,
@@ -130,7 +139,9 @@ soak:
 	@$(MAKE) --no-print-directory all
 	python3 -m mpmng_py.soak --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 
-regress: all
+regress:
+	@build/deps.sh base test regress
+	@$(MAKE) --no-print-directory all
 	test/regress/run.sh event reuseport --with-fhcache
 
 # Everything, in order; prints one summary and fails if anything failed.
