@@ -163,6 +163,8 @@ typedef struct wn_ctx {
     HANDLE event;             /* emulated completion, recycling waits */
     HANDLE wait;              /* RegisterWaitForSingleObject handle */
     int on_port;              /* s is associated with wn_port (key: ctx) */
+    int skips_port;           /* ... and what completes at once queues
+                                 nothing: the caller goes on (wn_waits.c) */
 
     /* the connection being served (wn_conn.c) */
     conn_rec *c;
@@ -243,7 +245,10 @@ int wn_waitq_remove(wn_waitq *q, wn_ctx *ctx);
  * wait goes on, re-listed (called under the list's lock). */
 void wn_waitq_expire(wn_waitq *q, apr_time_t now, int n,
                      apr_time_t (*extend)(wn_ctx *ctx, apr_time_t now));
-/* Associates ctx->s with the port (key: ctx) once; 0 if Windows refused. */
+/* Associates ctx->s with the port (key: ctx) once; 0 if Windows refused.
+ * Where it can, it also sets FILE_SKIP_COMPLETION_PORT_ON_SUCCESS
+ * (ctx->skips_port): an overlapped call on ctx->s that succeeds at once
+ * then queues no completion and its caller handles the result. */
 int wn_waits_associate(wn_ctx *ctx);
 
 /* ---- recycling methods (wn_recycle.c) ---- */
@@ -265,7 +270,8 @@ typedef struct wn_recycle_plan {
 } wn_recycle_plan;
 wn_recycle_plan wn_recycle_current(void);
 /* Posts the reuse of ctx->s (ctx->wait_op, WN_OP_RECYCLE, on the port);
- * 0 if it could not be posted. */
+ * 0 if it could not be posted, 2 if it completed at once and no
+ * completion comes (ctx->skips_port). */
 int wn_recycle_post(wn_ctx *ctx, wn_reuse_method m);
 /* The posted reuse completed: 1 if ctx->s can accept again (counted). */
 int wn_recycle_completed(wn_ctx *ctx);
@@ -286,8 +292,11 @@ void wn_close_completed(wn_ctx *ctx);         /* ctx->wait_op completed */
 void wn_close_expire(apr_time_t now);         /* linger and reuse limits */
 void wn_close_cancel_all(void);               /* stopping */
 int wn_close_count(void);                     /* connections closing */
-/* 1 if closes wait 50 ms for the client: the tick must run more often. */
+/* 1 while a close waits 50 ms for the client: the tick must run more
+ * often. */
 int wn_close_tick_soon(void);
+/* An event set when such a wait begins (wakes the tick), or NULL. */
+HANDLE wn_close_setup(void);
 
 /* ---- workers (wn_worker.c) ---- */
 apr_status_t wn_workers_start(apr_pool_t *p, int n);
@@ -302,7 +311,8 @@ void wn_conn_register_hooks(void);
 
 /* ---- keep-alive waits on the port (wn_keepalive.c) ---- */
 /* 0: parked (the port owns ctx now), 1: the client is gone, -1: cannot
- * park (wait in the thread instead). */
+ * park (wait in the thread instead), 2: the next request (or the
+ * client's close) is there already: serve on. */
 int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout);
 int wn_keepalive_woken(wn_ctx *ctx);          /* 0: resume, -1: close */
 void wn_keepalive_expire(apr_time_t now);     /* KeepAliveTimeout */

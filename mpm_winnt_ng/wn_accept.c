@@ -63,19 +63,43 @@ static void give_back(wn_ctx *ctx, int drop_socket)
     wn_ctx_put(ctx);
 }
 
-/* Posts one AcceptEx.  Returns 0, or -1 when nothing could be posted. */
+/* Takes one of the AcceptExPending slots; 0 if all are taken.  The tick's
+ * refill and a completion's replacement run in different threads: a check
+ * and a later increment would let both post for the same free slot, and
+ * the count would stay above the configured one. */
+static int reserve_slot(wn_listener *l)
+{
+    for (;;) {
+        LONG n = l->pending;
+
+        if (n >= wn_run.accepts)
+            return 0;
+        /* compare-and-swap: the count is never seen above the limit,
+         * not even for a moment (server-status reports it) */
+        if (InterlockedCompareExchange(&l->pending, n + 1, n) == n)
+            return 1;
+    }
+}
+
+/* Posts one AcceptEx.  Returns 0 (also when every slot is taken), or -1
+ * when nothing could be posted. */
 static int post_one(wn_listener *l)
 {
-    wn_ctx *ctx = wn_ctx_get(l);
+    wn_ctx *ctx;
     DWORD bytes = 0, err;
 
+    if (!reserve_slot(l))
+        return 0;
+    ctx = wn_ctx_get(l);
     if (!ctx) {
+        InterlockedDecrement(&l->pending);
         wn_log_once(&log_no_ctx, APLOG_ERR, APR_ENOMEM, WN_TAG
                     "out of memory for connection contexts; accepting less");
         return -1;
     }
     if (ctx->s == INVALID_SOCKET) {
         ctx->on_port = 0;
+        ctx->skips_port = 0;
         ctx->nonblocking = 0;     /* a new socket blocks */
     }
     if (ctx->s == INVALID_SOCKET && (ctx->s = wn_ctx_new_socket(l))
@@ -83,6 +107,7 @@ static int post_one(wn_listener *l)
         wn_log_once(&log_no_socket, APLOG_ERR, apr_get_netos_error(), WN_TAG
                     "cannot create accept sockets (out of sockets or "
                     "memory?); retrying every 250 ms");
+        InterlockedDecrement(&l->pending);
         give_back(ctx, 0);
         InterlockedIncrement(&l->errors);
         return -1;
@@ -103,7 +128,6 @@ static int post_one(wn_listener *l)
                                          | WT_EXECUTEINWAITTHREAD))
             goto failed_early;
     }
-    InterlockedIncrement(&l->pending);
     if (wn_AcceptEx(l->s, ctx->s, ctx->buf, ctx->data_room, WN_ADDR_ROOM,
                     WN_ADDR_ROOM, &bytes, &ctx->op.ov)
         || (err = WSAGetLastError()) == ERROR_IO_PENDING)
@@ -128,6 +152,7 @@ static int post_one(wn_listener *l)
     return -1;
 
 failed_early:
+    InterlockedDecrement(&l->pending);
     wn_log_once(&log_post, APLOG_ERR, apr_get_os_error(), WN_TAG
                 "cannot set up an accept wait; backing off");
     InterlockedIncrement(&l->errors);
@@ -142,7 +167,7 @@ void wn_accept_fill(wn_listener *l)
     while (!l->stopping && l->pending < wn_run.accepts
            && l->errors < WN_ACCEPT_BACKOFF)
         if (post_one(l) != 0)
-            break;
+            break;       /* post_one also stops at the count (races) */
 }
 
 void wn_accept_tick(void)
@@ -273,6 +298,7 @@ static DWORD WINAPI accept_thread(void *arg)
         ctx->s = s;
         ctx->nonblocking = 1;     /* inherited from the listener */
         ctx->on_port = 0;
+        ctx->skips_port = 0;
         ctx->recycled = 0;
         ctx->local_len = llen;
         ctx->remote_len = rlen;

@@ -76,12 +76,20 @@ static void drain_connections(apr_interval_time_t limit)
     wn_close_cancel_all();
 }
 
+static DWORD tick_interval(void)
+{
+    return wn_close_tick_soon() ? 25 : 250;
+}
+
 /* Waits for the exit event, the parent's death or (in a child whose
- * parent we must tell) MaxConnectionsPerChild; ticks the accept back-off. */
-static void serve_until_told(HANDLE exit_event)
+ * parent we must tell) MaxConnectionsPerChild; ticks the accept back-off.
+ * The tick runs every 250 ms, every 25 ms while a close waits for its
+ * client (wn_close.c sets tick_event when one begins to). */
+static void serve_until_told(HANDLE exit_event, HANDLE tick_event)
 {
     HANDLE wait[3];
-    int n = 0;
+    int n = 0, tick_index;
+    ULONGLONG due;
 
     wait[n++] = exit_event;
     if (WN_IS_CHILD()) {
@@ -93,13 +101,26 @@ static void serve_until_told(HANDLE exit_event)
                          ap_server_conf, WN_TAG "cannot watch the parent "
                          "process; this child will not notice if it dies");
     }
+    tick_index = tick_event ? n : -1;
+    if (tick_event)
+        wait[n++] = tick_event;
+    due = GetTickCount64() + tick_interval();
     for (;;) {
+        ULONGLONG now = GetTickCount64();
         DWORD r = WaitForMultipleObjects(n, wait, FALSE,
-                                         wn_close_tick_soon() ? 25 : 250);
+                                         due > now ? (DWORD)(due - now) : 0);
 
+        if (tick_index >= 0 && r == WAIT_OBJECT_0 + (DWORD)tick_index) {
+            /* sooner, but never later than planned: waits that begin
+             * often must not keep postponing the tick */
+            if (due > now + tick_interval())
+                due = now + tick_interval();
+            continue;
+        }
         if (r == WAIT_TIMEOUT) {
             wn_accept_tick();
             tick_connections();
+            due = GetTickCount64() + tick_interval();
             continue;
         }
         if (r == WAIT_OBJECT_0 + 1)
@@ -118,6 +139,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
     apr_pool_t *pchild;
     apr_status_t rv;
     int busy;
+    HANDLE tick_event = wn_close_setup();
 
     wn_slot = WN_IS_CHILD() ? wn_me.slot : 0;
     apr_pool_create(&pchild, pconf);
@@ -147,7 +169,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
     if (WN_IS_CHILD())
         SetEvent(wn_me.accepting);
 
-    serve_until_told(exit_event);
+    serve_until_told(exit_event, tick_event);
 
     wn_mpm_state = AP_MPMQ_STOPPING;
     ap_scoreboard_image->parent[wn_slot].not_accepting = 1;

@@ -15,8 +15,10 @@
  * Where the method passed only the check of clients that close first
  * (Wine 8: after our FIN the reuse fails), the read first waits 50 ms for
  * the client's close before our FIN goes out, as most clients close a
- * response they asked to close; the tick runs every 25 ms in such a
- * child and sends the FIN of those that did not (the read goes on).
+ * response they asked to close; the tick runs every 25 ms while such a
+ * wait is on and sends the FIN of those that did not (the read goes on).
+ * While recent waits all ended that way, most closes send the FIN at once
+ * (wn_client_first_wait): waiting would only delay them.
  *
  * Where the socket cannot join the port, the worker waits as before. */
 #include "wn.h"
@@ -32,6 +34,13 @@
 static wn_waitq lingering = WN_WAITQ_INIT;
 static wn_waitq reusing = WN_WAITQ_INIT;
 static apr_uint32_t log_linger_post;
+
+/* Closes waiting for the client's close before our FIN, and whether such
+ * waits pay off (guarded by client_first_lock). */
+static volatile LONG awaiting_client;
+static wn_client_first client_first;
+static SRWLOCK client_first_lock = SRWLOCK_INIT;
+static HANDLE tick_event;     /* wakes the child's tick: a wait began */
 
 typedef enum { END_CLOSE, END_REUSE, END_LINGER } end_way;
 
@@ -62,6 +71,33 @@ static void take_socket(wn_ctx *ctx)
     apr_os_sock_put(&ctx->sock, &none, ctx->ptrans);
 }
 
+static int client_first_worth_it(void)
+{
+    int wait;
+
+    AcquireSRWLockExclusive(&client_first_lock);
+    wait = wn_client_first_wait(&client_first);
+    ReleaseSRWLockExclusive(&client_first_lock);
+    return wait;
+}
+
+/* A close begins to wait for the client's close: the tick must run soon
+ * (it may be sleeping its long interval). */
+static void client_wait_begins(void)
+{
+    if (InterlockedIncrement(&awaiting_client) == 1 && tick_event)
+        SetEvent(tick_event);
+}
+
+/* The wait ended: the client closed first, or not (our FIN goes out). */
+static void client_wait_over(int closed_first)
+{
+    InterlockedDecrement(&awaiting_client);
+    AcquireSRWLockExclusive(&client_first_lock);
+    wn_client_first_note(&client_first, closed_first);
+    ReleaseSRWLockExclusive(&client_first_lock);
+}
+
 static end_way choose_end(wn_ctx *ctx, conn_rec *c)
 {
     wn_recycle_plan plan = wn_recycle_current();
@@ -72,7 +108,8 @@ static end_way choose_end(wn_ctx *ctx, conn_rec *c)
         return END_CLOSE;
     if (reusable && plan.server_first && !client_sent_more(ctx->s))
         return END_REUSE;
-    if (reusable && !plan.server_first && !plan.after_shutdown) {
+    if (reusable && !plan.server_first && !plan.after_shutdown
+        && client_first_worth_it()) {
         ctx->fin_sent = 0;       /* the client's close first, or no reuse */
         ctx->recycle_after = 1;
         return END_LINGER;
@@ -123,12 +160,18 @@ static void reuse(wn_ctx *ctx)
     wn_reuse_method m = wn_recycle_current().method;
 
     if (m != WN_METHOD_CLOSE && wn_waits_associate(ctx)) {
+        int posted;
+
         wn_waitq_add(&reusing, ctx,
                      apr_time_now() + apr_time_from_sec(WN_REUSE_MAX_SECS));
-        if (wn_recycle_post(ctx, m))
+        posted = wn_recycle_post(ctx, m);
+        if (posted == 1)
             return;                  /* the port owns ctx now */
         wn_waitq_remove(&reusing, ctx);
-        wn_recycle_failed(ctx);
+        if (posted == 2)
+            wn_recycle_completed(ctx);   /* done at once, no completion */
+        else
+            wn_recycle_failed(ctx);
     }
     else if (m != WN_METHOD_CLOSE)
         wn_recycle_now(ctx, m);
@@ -171,8 +214,10 @@ static void linger_done(wn_ctx *ctx, int eof)
 }
 
 /* Posts a read for the client's data or EOF.  ctx->buf, the accept
- * addresses' room, is free now and takes what the client still sends. */
-static void post_linger_read(wn_ctx *ctx)
+ * addresses' room, is free now and takes what the client still sends.
+ * 1: it completed at once and no completion comes (the caller handles
+ * it); 0: the port owns ctx now, or the socket was closed. */
+static int post_linger_read(wn_ctx *ctx)
 {
     WSABUF room;
     DWORD flags = 0, err;
@@ -186,17 +231,33 @@ static void post_linger_read(wn_ctx *ctx)
     room.len = (ULONG)(ctx->data_room + 2 * WN_ADDR_ROOM);
     memset(&ctx->wait_op.ov, 0, sizeof ctx->wait_op.ov);
     ctx->wait_op.kind = WN_OP_LINGER;
+    if (!ctx->fin_sent)
+        client_wait_begins();
     wn_waitq_add(&lingering, ctx, until);
-    if (WSARecv(ctx->s, &room, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0
-        || (err = WSAGetLastError()) == WSA_IO_PENDING)
-        return;                      /* the port owns ctx now */
+    if (WSARecv(ctx->s, &room, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0)
+        return ctx->skips_port;
+    if ((err = WSAGetLastError()) == WSA_IO_PENDING)
+        return 0;                    /* the port owns ctx now */
     wn_waitq_remove(&lingering, ctx);
+    if (!ctx->fin_sent)
+        InterlockedDecrement(&awaiting_client);   /* no outcome to note */
     if (err != WSAECONNRESET && err != WSAECONNABORTED)
         wn_log_once(&log_linger_post, APLOG_WARNING, APR_FROM_OS_ERROR(err),
                     WN_TAG "a lingering close's WSARecv failed; the "
                     "connection is closed without waiting for the client "
                     "(logged once)");
     close_socket(ctx);
+    return 0;
+}
+
+static int linger_read_completed(wn_ctx *ctx);
+
+/* Lingering reads, and those that complete at once handled here, in a
+ * loop (a client that keeps sending must not deepen the stack). */
+static void linger_reads(wn_ctx *ctx)
+{
+    while (post_linger_read(ctx) && linger_read_completed(ctx))
+        ;
 }
 
 /* Our FIN goes out now: the client did not close first (or sent more). */
@@ -212,7 +273,7 @@ static void send_fin(wn_ctx *ctx)
 static void linger(wn_ctx *ctx)
 {
     if (wn_waits_associate(ctx)) {
-        post_linger_read(ctx);
+        linger_reads(ctx);
         return;
     }
     if (!ctx->fin_sent)
@@ -235,25 +296,26 @@ void wn_close_finish(wn_ctx *ctx)
 }
 
 /* Before our FIN: the client's EOF means it closed first (reuse); its
- * data sends the FIN and lingers on. */
-static void client_close_awaited(wn_ctx *ctx, int eof, int data,
-                                 int timed_out)
+ * data sends the FIN and lingers on.  1: read again. */
+static int client_close_awaited(wn_ctx *ctx, int eof, int data,
+                                int timed_out)
 {
+    client_wait_over(eof);
     if (eof) {
         linger_done(ctx, 1);
-        return;
+        return 0;
     }
     if (data || timed_out) {
         send_fin(ctx);
-        if (apr_time_now() < ctx->linger_until) {
-            post_linger_read(ctx);
-            return;
-        }
+        if (apr_time_now() < ctx->linger_until)
+            return 1;
     }
     linger_done(ctx, 0);
+    return 0;
 }
 
-static void linger_read_completed(wn_ctx *ctx)
+/* A lingering read ended; 1: read again (the caller posts it). */
+static int linger_read_completed(wn_ctx *ctx)
 {
     DWORD bytes = 0, flags = 0;
     int listed = wn_waitq_remove(&lingering, ctx);
@@ -262,23 +324,21 @@ static void linger_read_completed(wn_ctx *ctx)
     int eof = ok && bytes == 0, data = ok && bytes > 0;
     int timed_out = !ok && !listed;  /* cancelled by the tick */
 
-    if (!ctx->fin_sent) {
-        client_close_awaited(ctx, eof, data, timed_out);
-        return;
-    }
-    if (data && apr_time_now() < ctx->linger_until) {
-        post_linger_read(ctx);
-        return;
-    }
+    if (!ctx->fin_sent)
+        return client_close_awaited(ctx, eof, data, timed_out);
+    if (data && apr_time_now() < ctx->linger_until)
+        return 1;
     if (timed_out)
         InterlockedIncrement64(&wn_stats.linger_timeouts);
     linger_done(ctx, eof);
+    return 0;
 }
 
 void wn_close_completed(wn_ctx *ctx)
 {
     if (ctx->wait_op.kind == WN_OP_LINGER) {
-        linger_read_completed(ctx);
+        if (linger_read_completed(ctx))
+            linger_reads(ctx);
         return;
     }
     wn_waitq_remove(&reusing, ctx);
@@ -295,6 +355,7 @@ static apr_time_t fin_due(wn_ctx *ctx, apr_time_t now)
 
     if (ctx->fin_sent)
         return 0;
+    client_wait_over(0);
     send_fin(ctx);
     return until < ctx->linger_until ? until : ctx->linger_until;
 }
@@ -312,10 +373,14 @@ void wn_close_cancel_all(void)
 
 int wn_close_tick_soon(void)
 {
-    wn_recycle_plan plan = wn_recycle_current();
+    return awaiting_client > 0;
+}
 
-    return plan.method != WN_METHOD_CLOSE && !plan.server_first
-           && !plan.after_shutdown;
+HANDLE wn_close_setup(void)
+{
+    wn_client_first_init(&client_first);
+    tick_event = CreateEventA(NULL, FALSE, FALSE, NULL);
+    return tick_event;
 }
 
 int wn_close_count(void)

@@ -4,6 +4,7 @@
  * mpm_winnt); new ones for new behaviour: AcceptExPending,
  * AcceptSocketReuse, ChildProcesses.  Bad values fail at start-up naming the directive. */
 #include "wn.h"
+#include "mpmng_int.h"
 
 #include "http_core.h"
 #include "mpm_common.h"
@@ -28,18 +29,9 @@ static const char *set_count(cmd_parms *cmd, const char *arg, int min,
                              int max, int *slot)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    int rc;
 
-    if (err)
-        return err;
-    rc = wn_parse_int(arg, min, max, slot);
-    if (rc == -1)
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a whole number",
-                            cmd->cmd->name, arg);
-    if (rc == -2)
-        return apr_psprintf(cmd->pool, "%s: %s is out of range; use %d to %d",
-                            cmd->cmd->name, arg, min, max);
-    return NULL;
+    /* One message form for a bad number in every mpm-ng module. */
+    return err ? err : mpmng_cmd_int(cmd, arg, min, max, NULL, slot);
 }
 
 static const char *set_threads_per_child(cmd_parms *cmd, void *d,

@@ -199,6 +199,8 @@ static void run(wn_ctx *ctx)
                 return;          /* ctx belongs to the port now */
             if (parked < 0)
                 wait_in_thread(ctx);
+            else if (parked == 2)
+                ctx->cs.state = CONN_STATE_PROCESSING;
             else
                 ctx->cs.state = CONN_STATE_LINGER;
             break;

@@ -7,19 +7,66 @@
 
 #include "mpm_common.h"
 
-SOCKET wn_ctx_new_socket(wn_listener *l)
-{
-    SOCKET s = WSASocketW(l->family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
-                          WSA_FLAG_OVERLAPPED);
+#ifndef WSA_FLAG_NO_HANDLE_INHERIT
+#define WSA_FLAG_NO_HANDLE_INHERIT 0x80
+#endif
 
-    if (s == INVALID_SOCKET)
-        return s;
-    /* Never inherited by CGI or piped-log children. */
-    if (!wn_no_inherit(s)) {
+/* 1 while sockets can be created non-inheritable (Windows 7 SP1 and
+ * later, Wine): that saves the two calls of SetHandleInformation per
+ * socket (a query and a set, each a wineserver round trip under Wine). */
+static volatile LONG create_no_inherit = 1;
+static volatile LONG create_checked;
+
+/* The flag's first socket is checked once: a layered provider could
+ * ignore the flag, and then SetHandleInformation is used from now on. */
+static int created_no_inherit(SOCKET s)
+{
+    DWORD flags = 0;
+
+    if (create_checked)
+        return 1;
+    if (GetHandleInformation((HANDLE)s, &flags)
+        && !(flags & HANDLE_FLAG_INHERIT)) {
+        InterlockedExchange(&create_checked, 1);
+        return 1;
+    }
+    InterlockedExchange(&create_no_inherit, 0);
+    return wn_no_inherit(s);
+}
+
+static SOCKET socket_no_inherit(int family)
+{
+    SOCKET s;
+
+    if (create_no_inherit) {
+        s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                       WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+        if (s != INVALID_SOCKET) {
+            if (created_no_inherit(s))
+                return s;
+            closesocket(s);
+            return INVALID_SOCKET;
+        }
+        if (WSAGetLastError() != WSAEINVAL)
+            return INVALID_SOCKET;
+        InterlockedExchange(&create_no_inherit, 0);  /* flag unknown */
+    }
+    s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                   WSA_FLAG_OVERLAPPED);
+    if (s != INVALID_SOCKET && !wn_no_inherit(s)) {
         closesocket(s);
         return INVALID_SOCKET;
     }
-    InterlockedIncrement64(&wn_stats.sockets_created);
+    return s;
+}
+
+SOCKET wn_ctx_new_socket(wn_listener *l)
+{
+    /* Never inherited by CGI or piped-log children. */
+    SOCKET s = socket_no_inherit(l->family);
+
+    if (s != INVALID_SOCKET)
+        InterlockedIncrement64(&wn_stats.sockets_created);
     return s;
 }
 

@@ -46,9 +46,14 @@ int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout)
      * by another worker before WSARecv even returns. */
     wn_waitq_add(&parked, ctx, apr_time_now() + timeout);
 
-    if (WSARecv(ctx->s, &none, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0
-        || (err = WSAGetLastError()) == WSA_IO_PENDING)
-        return 0;            /* the completion is queued either way */
+    if (WSARecv(ctx->s, &none, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0) {
+        if (!ctx->skips_port)
+            return 0;        /* its completion is queued all the same */
+        wn_waitq_remove(&parked, ctx);
+        return 2;            /* no completion comes: serve on */
+    }
+    if ((err = WSAGetLastError()) == WSA_IO_PENDING)
+        return 0;
 
     wn_waitq_remove(&parked, ctx);
     if (err == WSAECONNRESET || err == WSAECONNABORTED)

@@ -301,7 +301,9 @@ int wn_recycle_post(wn_ctx *ctx, wn_reuse_method m)
         ok = wn_DisconnectEx(ctx->s, &ctx->wait_op.ov, TF_REUSE_SOCKET, 0);
     else
         return 0;
-    return ok || WSAGetLastError() == WSA_IO_PENDING;
+    if (ok)
+        return ctx->skips_port ? 2 : 1;
+    return WSAGetLastError() == WSA_IO_PENDING;
 }
 
 void wn_recycle_failed(wn_ctx *ctx)

@@ -61,3 +61,23 @@ int wn_reuse_needs_check(const wn_reuse_state *st)
      * are still in the pool. */
     return !st->trusted;
 }
+
+void wn_client_first_init(wn_client_first *cf)
+{
+    cf->recent = ~0u;         /* until seen otherwise, clients close first */
+    cf->not_waited = 0;
+}
+
+int wn_client_first_wait(wn_client_first *cf)
+{
+    if (cf->recent || ++cf->not_waited >= WN_CLIENT_FIRST_PROBE) {
+        cf->not_waited = 0;
+        return 1;
+    }
+    return 0;
+}
+
+void wn_client_first_note(wn_client_first *cf, int closed_first)
+{
+    cf->recent = (cf->recent << 1) | (closed_first ? 1u : 0u);
+}

@@ -56,4 +56,25 @@ int wn_reuse_note(wn_reuse_state *st, int recycled_socket, int broke);
 /* Whether a recycled socket still needs its check before it is served. */
 int wn_reuse_needs_check(const wn_reuse_state *st);
 
+/* Where the method can recycle only a socket whose client closed first
+ * (Wine 8: not after our FIN), a close may wait a moment for the client's
+ * close before our FIN goes out.  That pays only while clients do close
+ * first (most do on Connection: close; ab, for one, waits for ours), and
+ * costs the child a faster tick while any close waits.  So the outcomes
+ * of the last 32 waits are kept: while none of them saw the client close
+ * first, only every WN_CLIENT_FIRST_PROBE-th close waits (to notice when
+ * the clients change) and the others send the FIN at once. */
+#define WN_CLIENT_FIRST_PROBE 16
+
+typedef struct wn_client_first {
+    unsigned int recent;      /* a bit per wait, 1: the client closed first */
+    unsigned int not_waited;  /* closes since the last wait */
+} wn_client_first;
+
+void wn_client_first_init(wn_client_first *cf);
+/* 1: this close waits for the client's close first. */
+int wn_client_first_wait(wn_client_first *cf);
+/* A wait ended: the client closed first, or not (our FIN went out). */
+void wn_client_first_note(wn_client_first *cf, int closed_first);
+
 #endif

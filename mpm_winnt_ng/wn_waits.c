@@ -83,6 +83,24 @@ void wn_waitq_expire(wn_waitq *q, apr_time_t now, int n,
     ReleaseSRWLockExclusive(&q->lock);
 }
 
+/* Whether the sockets' provider gives IFS handles (asked once): a
+ * non-IFS layered provider may lose completions of calls that skip the
+ * port, so skipping is used only without one. */
+static int skip_allowed(SOCKET s)
+{
+    static volatile LONG known;          /* 0: not asked, 1: yes, 2: no */
+    WSAPROTOCOL_INFOW info;
+    int len = sizeof info;
+
+    if (!known) {
+        int ifs = getsockopt(s, SOL_SOCKET, SO_PROTOCOL_INFOW, (char *)&info,
+                             &len) == 0
+                  && (info.dwServiceFlags1 & XP1_IFS_HANDLES);
+        InterlockedExchange(&known, ifs ? 1 : 2);
+    }
+    return known == 1;
+}
+
 int wn_waits_associate(wn_ctx *ctx)
 {
     if (ctx->on_port)
@@ -90,5 +108,12 @@ int wn_waits_associate(wn_ctx *ctx)
     if (!CreateIoCompletionPort((HANDLE)ctx->s, wn_port, (ULONG_PTR)ctx, 0))
         return 0;
     ctx->on_port = 1;
+    /* Under Wine a completion through the port costs several wineserver
+     * calls (the worker that takes it and often another it woke for
+     * nothing); a lingering read after our FIN mostly finds the client's
+     * EOF there already. */
+    ctx->skips_port = skip_allowed(ctx->s)
+        && SetFileCompletionNotificationModes((HANDLE)ctx->s,
+                                              FILE_SKIP_COMPLETION_PORT_ON_SUCCESS);
     return 1;
 }

@@ -10,14 +10,17 @@ Counting the calls is exact and does not suffer from the machine's noise,
 unlike req/s.
 
     python3 -m mpmng_py.bench.win_calls [--requests 1000] [--servers stock,ng]
-                               [--workloads close,ka]
+                               [--workloads close,ka] [--keep-traces]
 
 Each server runs alone on a private copy of the wineprefix with a fresh
 wineserver started with request tracing (WINEDEBUG=+server); after a
 warm-up, ab makes --requests requests (10 at once) and the trace lines
 written meanwhile are counted.  Traced servers are several times slower:
 the req/s printed here mean nothing.  Results go to
-bench/results/<date-time>-wincalls/ (summary.md).
+bench/results/<date-time>-wincalls/ (summary.md: the twelve most
+frequent calls, then every call type); --keep-traces also keeps each
+run's trace lines there (trace-SERVER-WORKLOAD.txt), to see which calls a
+request makes in order.
 """
 import argparse
 import collections
@@ -86,8 +89,9 @@ def wait_quiet(path, limit=30):
     return size
 
 
-def measure(prefix, name, workload, n):
-    """Calls per request of one server on one workload."""
+def measure(prefix, name, workload, n, keep=None):
+    """Calls per request of one server on one workload; the trace is
+    written to `keep` if given."""
     flavour, extra = SERVERS[name]
     # the next wine process starts a fresh wineserver with its WINEDEBUG
     for flag in ("-k", "-w"):                  # kill, wait until it is gone
@@ -112,8 +116,31 @@ def measure(prefix, name, workload, n):
         f.seek(start)
         trace = f.read(end - start).decode(errors="replace")
     shutil.rmtree(h.dir, ignore_errors=True)
+    if keep:
+        with open(keep, "w") as f:
+            f.write(trace)
     calls = count_calls(trace)
     return {k: v / n for k, v in calls.items()}
+
+
+def table(rows, names):
+    return ["| " + " | ".join([label] + ["%.1f" % vals[s] for s in names])
+            + " |" for label, vals in rows]
+
+
+def every_call(results, names, workloads):
+    """Each call type's count per request, all of them: what one server
+    makes and the other does not shows here even when it is rare."""
+    lines = ["## every call type", "",
+             "| call | " + " | ".join("%s %s" % (s, wl) for wl in workloads
+                                      for s in names) + " |",
+             "|" + "---|" * (1 + len(names) * len(workloads))]
+    keys = sorted({k for r in results.values() for k in r})
+    for k in keys:
+        lines.append("| %s | " % k + " | ".join(
+            "%.2f" % results[(s, wl)].get(k, 0) for wl in workloads
+            for s in names) + " |")
+    return lines + [""]
 
 
 def summary(results, names, workloads, n, stamp):
@@ -134,11 +161,8 @@ def summary(results, names, workloads, n, stamp):
             top.update(per[s])
         rows += [(k, {s: per[s].get(k, 0) for s in names})
                  for k, _ in top.most_common(12)]
-        for label, vals in rows:
-            lines.append("| " + " | ".join([label] + ["%.1f" % vals[s]
-                                                       for s in names]) + " |")
-        lines.append("")
-    return "\n".join(lines)
+        lines += table(rows, names) + [""]
+    return "\n".join(lines + every_call(results, names, workloads))
 
 
 def main():
@@ -146,6 +170,8 @@ def main():
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--servers", default="stock,ng")
     ap.add_argument("--workloads", default="close,ka")
+    ap.add_argument("--keep-traces", action="store_true",
+                    help="keep each run's trace lines in the results")
     args = ap.parse_args()
     names = args.servers.split(",")
     workloads = args.workloads.split(",")
@@ -168,9 +194,12 @@ def main():
         # a private prefix: its wineserver is ours to restart with tracing
         shutil.copytree(winhttpd.PREFIX, prefix, symlinks=True)
         results = {}
+        os.makedirs(outdir, exist_ok=True)
         for wl in workloads:
             for s in names:
-                results[(s, wl)] = measure(prefix, s, wl, args.requests)
+                keep = (os.path.join(outdir, "trace-%s-%s.txt" % (s, wl))
+                        if args.keep_traces else None)
+                results[(s, wl)] = measure(prefix, s, wl, args.requests, keep)
                 print("%-6s %-5s %.1f calls per request" % (
                     s, wl, sum(results[(s, wl)].values())), flush=True)
     finally:

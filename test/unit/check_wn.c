@@ -281,12 +281,65 @@ START_TEST(breaks_interleaved_with_successes_or_fresh_breaks_do_not)
 }
 END_TEST
 
+static int waits_in(wn_client_first *cf, int closes)
+{
+    int i, n = 0;
+    for (i = 0; i < closes; i++) {
+        if (wn_client_first_wait(cf)) {
+            n++;
+            wn_client_first_note(cf, 0);
+        }
+    }
+    return n;
+}
+
+START_TEST(closes_wait_for_the_client_until_clients_stop_closing_first)
+{
+    wn_client_first cf;
+    int i;
+
+    wn_client_first_init(&cf);
+    for (i = 0; i < 32; i++) {      /* every close waits at first */
+        ck_assert_int_eq(wn_client_first_wait(&cf), 1);
+        wn_client_first_note(&cf, 0);
+    }
+    /* 32 waits in a row saw our FIN go first: probes only */
+    ck_assert_int_eq(waits_in(&cf, 16 * WN_CLIENT_FIRST_PROBE),
+                     16);
+}
+END_TEST
+
+START_TEST(one_client_closing_first_makes_every_close_wait_again)
+{
+    wn_client_first cf;
+    int i;
+
+    wn_client_first_init(&cf);
+    waits_in(&cf, 32);
+    for (i = 1; i < WN_CLIENT_FIRST_PROBE; i++) {
+        ck_assert_int_eq(wn_client_first_wait(&cf), 0);
+    }
+    ck_assert_int_eq(wn_client_first_wait(&cf), 1);   /* the probe */
+    wn_client_first_note(&cf, 1);                      /* client went first */
+    for (i = 0; i < 31; i++) {
+        ck_assert_int_eq(wn_client_first_wait(&cf), 1);
+        wn_client_first_note(&cf, 0);
+    }
+    /* that one outcome has left the last 32 now */
+    ck_assert_int_eq(wn_client_first_wait(&cf), 1);
+    wn_client_first_note(&cf, 0);
+    ck_assert_int_eq(wn_client_first_wait(&cf), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wn");
     TCase *tc = tcase_create("settings");
 
     tcase_add_test(tc, whole_numbers_in_range_parse);
+    tcase_add_test(tc, closes_wait_for_the_client_until_clients_stop_closing_first);
+    tcase_add_test(tc, one_client_closing_first_makes_every_close_wait_again);
     tcase_add_test(tc, garbage_and_out_of_range_are_told_apart);
     tcase_add_test(tc, reuse_modes_parse_in_any_case);
     tcase_add_test(tc, test_hooks_parse_by_name);
