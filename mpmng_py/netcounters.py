@@ -36,3 +36,17 @@ def close_wait(ports):
     out = subprocess.run(["ss", "-Htn", "state", "close-wait", filt], capture_output=True,
                          text=True, timeout=10).stdout
     return sum(1 for line in out.splitlines() if line.strip())
+
+
+def held(ports):
+    """Connections on the server's ports that the server has not finished
+    with: open, closing by either side, or in its lingering close (every
+    state but LISTEN and TIME-WAIT)."""
+    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
+    states = []
+    for st in ("established", "syn-recv", "close-wait", "fin-wait-1", "fin-wait-2",
+               "last-ack", "closing"):
+        states += ["state", st]
+    out = subprocess.run(["ss", "-Htn"] + states + [filt], capture_output=True,
+                         text=True, timeout=10).stdout
+    return sum(1 for line in out.splitlines() if line.strip())
