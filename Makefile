@@ -87,8 +87,7 @@ $(OBJ)/test/check_once: UNIT_FLAGS = -I$(HTTPD_INC) $(APR_CPPFLAGS) \
     $$($(APR_CONFIG) --link-ld)
 # mpm_winnt_ng's pure parts build natively too.
 $(OBJ)/test/check_wn: test/unit/check_wn.c \
-    $(OBJ)/mpm_winnt_ng/wn_settings.o $(OBJ)/mpm_winnt_ng/wn_reuse_policy.o \
-    $(OBJ)/common/mpmng_int.o
+    $(OBJ)/mpm_winnt_ng/wn_settings.o $(OBJ)/mpm_winnt_ng/wn_reuse_policy.o
 $(OBJ)/test/%:
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(WARN) -pthread $(SANFLAGS) -Iinclude -Impm_reuseport -Imod_fhcache -Impm_winnt_ng \

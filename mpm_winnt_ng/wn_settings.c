@@ -4,12 +4,6 @@
 #include <ctype.h>
 #include <string.h>
 
-/* Parsed as in every mpm-ng module; the results are the same numbers. */
-int wn_parse_int(const char *arg, int min, int max, int *out)
-{
-    return mpmng_int_parse(arg, min, max, out);
-}
-
 static int same_word(const char *a, const char *b)
 {
     while (*a && tolower((unsigned char)*a) == tolower((unsigned char)*b)) {

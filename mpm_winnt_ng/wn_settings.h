@@ -4,8 +4,6 @@
 #ifndef WN_SETTINGS_H
 #define WN_SETTINGS_H
 
-#include "mpmng_int.h"
-
 #define WN_UNSET (-1)
 
 /* Same defaults and ceilings as stock mpm_winnt. */
@@ -70,12 +68,6 @@ typedef struct wn_fixed {
  * scoreboard holds; the kept value is in the limits. */
 #define WN_CHANGED_THREAD_LIMIT 1
 #define WN_CHANGED_CHILDREN 2
-
-/* Parses a decimal integer in [min, max] into *out, as every mpm-ng module
- * does (mpmng_int_parse).  Returns 0, or -1 when arg is not a whole number
- * (MPMNG_INT_NOT_A_NUMBER), -2 when it is out of range
- * (MPMNG_INT_OUT_OF_RANGE). */
-int wn_parse_int(const char *arg, int min, int max, int *out);
 
 /* "auto", "transmitfile", "disconnectex", "off" (any case).  Returns 0 or
  * -1 for anything else. */

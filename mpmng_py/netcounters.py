@@ -29,24 +29,26 @@ def reset_delta(before, after):
     return {k: after.get(k, 0) - before.get(k, 0) for k in RESET_COUNTERS}
 
 
+def _count(states, ports):
+    """Server-side TCP sockets on ports in any of states (ss's names)."""
+    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
+    args = []
+    for st in states:
+        args += ["state", st]
+    out = subprocess.run(["ss", "-Htn"] + args + [filt], capture_output=True,
+                         text=True, timeout=10).stdout
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
 def close_wait(ports):
     """Connections on the server's ports that the client has closed and
     the server not yet."""
-    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
-    out = subprocess.run(["ss", "-Htn", "state", "close-wait", filt], capture_output=True,
-                         text=True, timeout=10).stdout
-    return sum(1 for line in out.splitlines() if line.strip())
+    return _count(["close-wait"], ports)
 
 
 def held(ports):
     """Connections on the server's ports that the server has not finished
     with: open, closing by either side, or in its lingering close (every
     state but LISTEN and TIME-WAIT)."""
-    filt = "( %s )" % " or ".join("sport = :%d" % p for p in ports)
-    states = []
-    for st in ("established", "syn-recv", "close-wait", "fin-wait-1", "fin-wait-2",
-               "last-ack", "closing"):
-        states += ["state", st]
-    out = subprocess.run(["ss", "-Htn"] + states + [filt], capture_output=True,
-                         text=True, timeout=10).stdout
-    return sum(1 for line in out.splitlines() if line.strip())
+    return _count(["established", "syn-recv", "close-wait", "fin-wait-1", "fin-wait-2",
+                   "last-ack", "closing"], ports)

@@ -16,35 +16,6 @@ static wn_settings unset(void)
 
 static const wn_fixed first_start = { 0, 0 };
 
-START_TEST(whole_numbers_in_range_parse)
-{
-    int v = -7;
-
-    ck_assert_int_eq(wn_parse_int("64", 1, 100, &v), 0);
-    ck_assert_int_eq(v, 64);
-    ck_assert_int_eq(wn_parse_int("1", 1, 100, &v), 0);
-    ck_assert_int_eq(v, 1);
-    ck_assert_int_eq(wn_parse_int("100", 1, 100, &v), 0);
-    ck_assert_int_eq(v, 100);
-}
-END_TEST
-
-START_TEST(garbage_and_out_of_range_are_told_apart)
-{
-    int v = 5;
-
-    ck_assert_int_eq(wn_parse_int("", 1, 100, &v), -1);
-    ck_assert_int_eq(wn_parse_int("12x", 1, 100, &v), -1);
-    ck_assert_int_eq(wn_parse_int(" 12", 1, 100, &v), -1);
-    ck_assert_int_eq(wn_parse_int("1.5", 1, 100, &v), -1);
-    ck_assert_int_eq(wn_parse_int("0", 1, 100, &v), -2);
-    ck_assert_int_eq(wn_parse_int("101", 1, 100, &v), -2);
-    ck_assert_int_eq(wn_parse_int("-3", 1, 100, &v), -2);
-    ck_assert_int_eq(wn_parse_int("99999999999999999999", 1, 100, &v), -2);
-    ck_assert_int_eq(v, 5);               /* untouched on error */
-}
-END_TEST
-
 START_TEST(test_hooks_parse_by_name)
 {
     ck_assert_int_eq(wn_parse_test_hook("emulate-accept"), WN_HOOK_EMULATE_ACCEPT);
@@ -337,10 +308,8 @@ static Suite *suite(void)
     Suite *s = suite_create("wn");
     TCase *tc = tcase_create("settings");
 
-    tcase_add_test(tc, whole_numbers_in_range_parse);
     tcase_add_test(tc, closes_wait_for_the_client_until_clients_stop_closing_first);
     tcase_add_test(tc, one_client_closing_first_makes_every_close_wait_again);
-    tcase_add_test(tc, garbage_and_out_of_range_are_told_apart);
     tcase_add_test(tc, reuse_modes_parse_in_any_case);
     tcase_add_test(tc, test_hooks_parse_by_name);
     tcase_add_test(tc, defaults_are_stock_mpm_winnt_s);
