@@ -24,6 +24,7 @@
 #include "wn.h"
 
 #include "http_connection.h"
+#include "util_filter.h"
 #include "apr_portable.h"
 
 #define WN_LINGER_READ_SECS 2
@@ -121,6 +122,29 @@ static end_way choose_end(wn_ctx *ctx, conn_rec *c)
     return END_LINGER;
 }
 
+/* httpd's ap_flush_conn passes a FLUSH, then the end-of-connection
+ * bucket.  A FLUSH makes the core output filter switch the socket to
+ * non-blocking and back even with nothing to write: on Windows, APR's
+ * four socket calls per close.  A request's end has flushed already, so
+ * only what is still buffered, or what the end of the connection writes
+ * (mod_ssl's close_notify), is flushed, in the same order. */
+static void flush_for_close(conn_rec *c)
+{
+    apr_bucket_brigade *bb;
+
+    if (c->data_in_output_filters) {
+        ap_flush_conn(c);
+        return;
+    }
+    ap_shutdown_conn(c, 0);
+    if (!c->data_in_output_filters || c->aborted)
+        return;
+    bb = apr_brigade_create(c->pool, c->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(c->bucket_alloc));
+    ap_pass_brigade(c->output_filters, bb);
+    apr_brigade_destroy(bb);
+}
+
 void wn_close_begin(wn_ctx *ctx, conn_rec *c)
 {
     apr_time_t limit = apr_time_from_sec(
@@ -128,7 +152,7 @@ void wn_close_begin(wn_ctx *ctx, conn_rec *c)
         ? WN_LINGER_READ_SECS : WN_LINGER_MAX_SECS);
 
     ap_prep_lingering_close(c);
-    ap_flush_conn(c);
+    flush_for_close(c);
     take_socket(ctx);
     ctx->recycle_after = 0;
     /* The way chosen waits in wait_op.kind for wn_close_finish. */
