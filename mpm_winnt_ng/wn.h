@@ -15,7 +15,13 @@
  * (wn_ctx.c); a deadline list (wn_waits.c) ends waits past their time.
  * Every operation on the port is a wn_op whose OVERLAPPED is its first
  * member: one dispatch on completion (a connection socket's completions
- * carry its context as the key). */
+ * carry its context as the key).
+ *
+ * Calls go down only: module > parent > child > worker > conn > close,
+ * accept > recycle, keepalive, ctx, handoff > waits (owns the port),
+ * tally (the counts every part adds to, which server-status shows),
+ * config, control > pure logic.  A part below hands results up (an
+ * accepted connection is returned to the worker, not served by accept). */
 #ifndef WN_H
 #define WN_H
 
@@ -67,7 +73,7 @@ int wn_config_check(apr_pool_t *plog, server_rec *s);
 void wn_control_open(apr_pool_t *p, DWORD parent_pid, int create);
 HANDLE wn_control_shutdown_event(void);
 HANDLE wn_control_restart_event(void);
-void wn_control_register_signal_server(void);
+int wn_control_signal_server(int *exit_status, apr_pool_t *p);  /* -k */
 void wn_control_console_handler(int in_parent);
 
 /* ---- Windows service (wn_service.c) ---- */
@@ -95,6 +101,7 @@ typedef struct wn_handoff {
 } wn_handoff;
 
 extern wn_handoff wn_me;      /* in a child: what the parent said */
+extern int wn_slot;           /* our scoreboard slot (set by the child) */
 
 int wn_handoff_read_header(void);            /* child, rewrite_args */
 void wn_handoff_attach_scoreboard(server_rec *s);
@@ -118,9 +125,6 @@ int wn_parent_run(server_rec *s);           /* 1: restart, 0: stop */
 
 /* ---- child (wn_child.c) ---- */
 void wn_child_main(apr_pool_t *pconf, HANDLE exit_event);
-extern HANDLE wn_port;                       /* the completion port */
-extern int wn_slot;                          /* our scoreboard slot */
-void wn_child_connection_done(void);         /* counts for MaxConnections */
 /* How long a stopping child serves its open connections (the parent
  * kills it 10 s after that). */
 apr_interval_time_t wn_drain_time(void);
@@ -188,6 +192,7 @@ typedef struct wn_ctx {
 
 wn_ctx *wn_ctx_get(wn_listener *l);           /* a free context or a new one */
 void wn_ctx_put(wn_ctx *ctx);                 /* back on its listener's stack */
+void wn_ctx_connection_ended(wn_ctx *ctx);    /* closed or reused: put, count */
 void wn_ctx_drop_socket(wn_ctx *ctx);         /* close s */
 SOCKET wn_ctx_new_socket(wn_listener *l);     /* overlapped, not inheritable */
 /* Keeps a socket out of child processes (CGI, piped logs); 0 if Windows
@@ -220,7 +225,9 @@ extern wn_listener *wn_listeners;
 apr_status_t wn_accept_setup(apr_pool_t *p);
 void wn_accept_fill(wn_listener *l);          /* post up to AcceptExPending */
 void wn_accept_tick(void);                    /* housekeeping: back-off refill */
-void wn_accept_completed(wn_ctx *ctx, DWORD err, DWORD bytes);
+/* An AcceptEx completed: the next one is posted; returns the connection
+ * to serve, or NULL (failed, cancelled, or given back). */
+wn_ctx *wn_accept_completed(wn_ctx *ctx);
 /* Cancels and drains the AcceptEx calls, calling tick every 20 ms. */
 void wn_accept_stop(void (*tick)(void));
 
@@ -249,6 +256,8 @@ void wn_waitq_expire(wn_waitq *q, apr_time_t now, int n,
  * Where it can, it also sets FILE_SKIP_COMPLETION_PORT_ON_SUCCESS
  * (ctx->skips_port): an overlapped call on ctx->s that succeeds at once
  * then queues no completion and its caller handles the result. */
+extern HANDLE wn_port;                       /* the completion port */
+apr_status_t wn_waits_create_port(void);     /* the child, at start */
 int wn_waits_associate(wn_ctx *ctx);
 
 /* ---- recycling methods (wn_recycle.c) ---- */
@@ -306,7 +315,6 @@ int wn_workers_stop(apr_interval_time_t grace);   /* still busy */
 void wn_conn_set_worker(int index);           /* this thread's scoreboard slot */
 void wn_serve(wn_ctx *ctx);                   /* a new connection */
 void wn_conn_readable(wn_ctx *ctx);           /* a parked one woke up */
-void wn_conn_ended(wn_ctx *ctx);              /* closed or recycled */
 void wn_conn_register_hooks(void);
 
 /* ---- keep-alive waits on the port (wn_keepalive.c) ---- */
@@ -325,7 +333,7 @@ int wn_keepalive_count(void);
 #define WN_THREAD_LOCAL __thread
 #endif
 
-/* ---- counters (wn_status.c) ---- */
+/* ---- counts (wn_tally.c; shown by wn_status.c) ---- */
 typedef struct wn_counters {
     volatile LONG64 accepted;
     volatile LONG64 sockets_created;
@@ -339,6 +347,11 @@ typedef struct wn_counters {
     volatile LONG connections;        /* open, parked ones included */
 } wn_counters;
 extern wn_counters wn_stats;
+/* MaxConnectionsPerChild: `event` (NULL: none) is set once when that many
+ * connections have ended. */
+void wn_tally_retire_by(HANDLE event);
+void wn_tally_connection_ended(void);        /* open count down, ended up */
+long wn_tally_connections_ended(void);
 void wn_status_register(void);
 
 #ifdef __GNUC__

@@ -187,7 +187,7 @@ static int client_gone(DWORD err)
         || err == ERROR_CONNECTION_ABORTED || err == WSAECONNABORTED;
 }
 
-void wn_accept_completed(wn_ctx *ctx, DWORD unused_err, DWORD unused_bytes)
+wn_ctx *wn_accept_completed(wn_ctx *ctx)
 {
     wn_listener *l = ctx->listener;
     DWORD bytes = 0, flags = 0, err = 0;
@@ -204,7 +204,7 @@ void wn_accept_completed(wn_ctx *ctx, DWORD unused_err, DWORD unused_bytes)
     if (err) {
         if (err == ERROR_OPERATION_ABORTED || err == WSA_OPERATION_ABORTED) {
             give_back(ctx, 1);           /* cancelled: we are stopping */
-            return;
+            return NULL;
         }
         InterlockedIncrement64(&wn_stats.accept_errors);
         if (!client_gone(err)) {
@@ -217,7 +217,7 @@ void wn_accept_completed(wn_ctx *ctx, DWORD unused_err, DWORD unused_bytes)
         give_back(ctx, 1);
         if (!l->stopping && l->errors < WN_ACCEPT_BACKOFF)
             post_one(l);
-        return;
+        return NULL;
     }
     InterlockedExchange(&l->errors, 0);
     /* Replace this AcceptEx before serving, so accepting never waits for
@@ -237,9 +237,9 @@ void wn_accept_completed(wn_ctx *ctx, DWORD unused_err, DWORD unused_bytes)
     if (ctx->recycled && wn_recycle_check_reused(ctx) != 0) {
         InterlockedIncrement64(&wn_stats.accept_errors);
         give_back(ctx, 1);
-        return;
+        return NULL;
     }
-    wn_serve(ctx);
+    return ctx;
 }
 
 /* ---- accept() fallback ---- */

@@ -9,22 +9,6 @@
 #include "mpm_common.h"
 #include "ap_mpm.h"
 
-HANDLE wn_port;
-int wn_slot;
-
-static volatile LONG connections;
-static HANDLE retire_event;      /* ours: MaxConnectionsPerChild reached */
-static volatile LONG retire_told;
-
-void wn_child_connection_done(void)
-{
-    LONG n = InterlockedIncrement(&connections);
-
-    if (ap_max_requests_per_child && n >= ap_max_requests_per_child
-        && InterlockedExchange(&retire_told, 1) == 0)
-        SetEvent(retire_event);
-}
-
 /* How long stopping may wait for open connections: httpd's Timeout or
  * KeepAliveTimeout, whichever is longer (a connection that was promised
  * keep-alive gets its next request served), or GracefulShutdownTimeout
@@ -148,11 +132,11 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
     ap_scoreboard_image->parent[wn_slot].pid = wn_my_pid;
     ap_scoreboard_image->parent[wn_slot].generation = wn_generation;
 
-    retire_event = WN_IS_CHILD() ? wn_me.retire
-                                 : CreateEventA(NULL, TRUE, FALSE, NULL);
-    wn_port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
-    if (!wn_port)
-        fail_start("cannot create the completion port", apr_get_os_error());
+    /* MaxConnectionsPerChild: a child tells its parent through the
+     * handed-over event; a single process has nobody to tell. */
+    wn_tally_retire_by(WN_IS_CHILD() ? wn_me.retire : NULL);
+    if ((rv = wn_waits_create_port()) != APR_SUCCESS)
+        fail_start("cannot create the completion port", rv);
     /* Workers first: AcceptEx completions need someone to take them. */
     if ((rv = wn_workers_start(pchild, wn_run.threads_per_child)) != APR_SUCCESS)
         fail_start("cannot start the worker threads", rv);
@@ -183,7 +167,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
     busy = wn_workers_stop(apr_time_from_sec(2));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu exiting after %ld connections",
-                 (unsigned long)wn_my_pid, (long)connections);
+                 (unsigned long)wn_my_pid, wn_tally_connections_ended());
     /* Busy workers still use their pools: leave them to the exit. */
     if (!busy)
         apr_pool_destroy(pchild);

@@ -174,7 +174,7 @@ void wn_close_begin(wn_ctx *ctx, conn_rec *c)
 static void close_socket(wn_ctx *ctx)
 {
     wn_ctx_drop_socket(ctx);
-    wn_conn_ended(ctx);
+    wn_ctx_connection_ended(ctx);
 }
 
 /* ---- reuse ---- */
@@ -201,7 +201,7 @@ static void reuse(wn_ctx *ctx)
         wn_recycle_now(ctx, m);
     else
         wn_ctx_drop_socket(ctx);
-    wn_conn_ended(ctx);
+    wn_ctx_connection_ended(ctx);
 }
 
 /* ---- lingering ---- */
@@ -367,7 +367,7 @@ void wn_close_completed(wn_ctx *ctx)
     }
     wn_waitq_remove(&reusing, ctx);
     wn_recycle_completed(ctx);
-    wn_conn_ended(ctx);
+    wn_ctx_connection_ended(ctx);
 }
 
 /* The tick, for a lingering read past its time: if it was waiting for

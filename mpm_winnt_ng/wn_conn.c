@@ -168,13 +168,6 @@ static void end_connection(wn_ctx *ctx)
     wn_close_finish(ctx);
 }
 
-void wn_conn_ended(wn_ctx *ctx)
-{
-    wn_ctx_put(ctx);
-    InterlockedDecrement(&wn_stats.connections);
-    wn_child_connection_done();
-}
-
 /* Advances the connection until it is parked or ended. */
 static void run(wn_ctx *ctx)
 {
@@ -220,7 +213,7 @@ void wn_serve(wn_ctx *ctx)
         run(ctx);
     else {
         apr_pool_clear(ctx->ptrans);
-        wn_conn_ended(ctx);
+        wn_ctx_connection_ended(ctx);
     }
     InterlockedDecrement(&wn_stats.workers_busy);
 }

@@ -6,7 +6,6 @@
 
 #include "http_main.h"
 #include "mpm_common.h"
-#include "apr_optional.h"
 #include "apr_strings.h"
 
 static HANDLE shutdown_event;
@@ -45,7 +44,7 @@ HANDLE wn_control_restart_event(void)
 
 /* -k stop|restart|graceful|graceful-stop: runs after the configuration
  * is read (so PidFile is known), signals the running parent, exits. */
-static int wn_signal_server(int *exit_status, apr_pool_t *p)
+int wn_control_signal_server(int *exit_status, apr_pool_t *p)
 {
     pid_t pid = 0;
     apr_status_t rv = ap_read_pid(p, ap_pid_fname, &pid);
@@ -77,19 +76,6 @@ static int wn_signal_server(int *exit_status, apr_pool_t *p)
     if (ev)
         CloseHandle(ev);
     return 1;
-}
-
-void wn_control_register_signal_server(void)
-{
-    APR_REGISTER_OPTIONAL_FN(ap_signal_server);
-}
-
-/* The optional function httpd's main() looks up by this name. */
-int ap_signal_server(int *exit_status, apr_pool_t *pconf)
-{
-    if (wn_service_configuring())      /* -k install|config */
-        return wn_service_after_config(exit_status, pconf);
-    return wn_signal_server(exit_status, pconf);
 }
 
 static BOOL WINAPI parent_console(DWORD type)

@@ -150,6 +150,14 @@ void wn_ctx_put(wn_ctx *ctx)
     ReleaseSRWLockExclusive(&l->lock);
 }
 
+/* The connection is over (its socket closed or handed to the next
+ * AcceptEx): its context is free, and it counts as ended. */
+void wn_ctx_connection_ended(wn_ctx *ctx)
+{
+    wn_ctx_put(ctx);
+    wn_tally_connection_ended();
+}
+
 void wn_ctx_drop_socket(wn_ctx *ctx)
 {
     if (ctx->s != INVALID_SOCKET)

@@ -35,6 +35,7 @@ typedef struct wire_listener {
 } wire_listener;
 
 wn_handoff wn_me;
+int wn_slot;                  /* wn_me.slot in a child, 0 in one process */
 static HANDLE parent_pipe = INVALID_HANDLE_VALUE;
 static unsigned int listener_count;
 

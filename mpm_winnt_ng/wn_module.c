@@ -8,6 +8,7 @@
 #include "mpm_common.h"
 #include "ap_mpm.h"
 #include "apr_strings.h"
+#include "apr_optional.h"
 #include "http_core.h"
 
 DWORD wn_parent_pid;
@@ -79,6 +80,15 @@ static const char *wn_get_name(void)
     return "WinNT-NG";
 }
 
+/* The optional function httpd's main() looks up by this name: what -k
+ * asks for once the configuration is read. */
+int ap_signal_server(int *exit_status, apr_pool_t *pconf)
+{
+    if (wn_service_configuring())      /* -k install|config */
+        return wn_service_after_config(exit_status, pconf);
+    return wn_control_signal_server(exit_status, pconf);
+}
+
 /* Runs before httpd parses its own arguments: takes -k and -n (the
  * service commands are wn_service.c's) and, in a child, reads the
  * hand-off header from the parent. */
@@ -131,7 +141,7 @@ static void wn_rewrite_args(process_rec *process)
     process->argc = args->nelts - 1;
     process->argv = (const char * const *)args->elts;
     if (wn_signal_arg)
-        wn_control_register_signal_server();
+        APR_REGISTER_OPTIONAL_FN(ap_signal_server);
 }
 
 static int wn_pre_config(apr_pool_t *pconf, apr_pool_t *plog,

@@ -6,8 +6,6 @@
 #include "apr_strings.h"
 #include "mod_status.h"
 
-wn_counters wn_stats;
-
 /* Pids of the children accepting now (not those still starting or
  * finishing after a restart), from the scoreboard. */
 static void show_serving_pids(request_rec *r)
@@ -49,6 +47,8 @@ static int show_counters(request_rec *r, int flags)
         for (l = wn_listeners; l; l = l->next) {
             pending += l->pending;
             emulated += l->emulated;
+            ap_rprintf(r, "WinNTNGAcceptExPending[%pI]: %ld\n",
+                       l->lr->bind_addr, (long)l->pending);
         }
         ap_rprintf(r, "WinNTNGAcceptExPending: %d\n", pending);
         ap_rprintf(r, "WinNTNGListenersEmulated: %d\n", emulated);

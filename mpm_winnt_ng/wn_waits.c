@@ -10,6 +10,14 @@
  * a late cancel cannot hit the context's next wait. */
 #include "wn.h"
 
+HANDLE wn_port;
+
+apr_status_t wn_waits_create_port(void)
+{
+    wn_port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+    return wn_port ? APR_SUCCESS : apr_get_os_error();
+}
+
 static void link_tail(wn_waitq *q, wn_ctx *ctx)
 {
     ctx->wait_prev = q->tail;

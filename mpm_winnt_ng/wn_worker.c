@@ -66,8 +66,12 @@ static DWORD WINAPI worker_main(void *arg)
             break;
         ap_update_child_status_from_indexes(wn_slot, my_index, SERVER_BUSY_READ,
                                             NULL);
-        if (op->kind == WN_OP_ACCEPTEX)
-            wn_accept_completed((wn_ctx *)op, ok ? 0 : GetLastError(), bytes);
+        if (op->kind == WN_OP_ACCEPTEX) {
+            wn_ctx *accepted = wn_accept_completed((wn_ctx *)op);
+
+            if (accepted)
+                wn_serve(accepted);
+        }
         else if (op->kind == WN_OP_ACCEPTED)
             wn_serve((wn_ctx *)op);
     }

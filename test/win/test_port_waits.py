@@ -1,14 +1,20 @@
 """mpm_winnt_ng's waits on the completion port, and its accept claims,
 under wine64: closing clients hold no worker (lingering close and socket
 reuse are completions on the port), the AcceptEx calls the server keeps
-posted are the ones it reports, and large files go out by TransmitFile."""
+posted are the ones it reports, large files go out by TransmitFile, and
+the port, not a worker, picks who serves a kept-alive connection's next
+request (in the port's own wake order)."""
+import os
 import re
 import selectors
 import socket
+import subprocess
+import tempfile
 import time
 import unittest
 
-from mpmng_py.win.winhttpd import WinHttpd, available
+from mpmng_py.win.winhttpd import (WINE, WinHttpd, available, free_port, wine_env,
+                                    winpath)
 from mpmng_py.win.wintest import wait_for
 
 REQUEST = (b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n"
@@ -65,6 +71,12 @@ def status_once(h, key, ok):
     """server-status once ok(int(its key)) holds, else None."""
     st = h.status()
     return st if ok(int(st[key])) else None
+
+
+def status_if(h, ok):
+    """server-status once ok(it) holds, else None."""
+    st = h.status()
+    return st if ok(st) else None
 
 
 @unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
@@ -142,28 +154,139 @@ class AcceptExPending(unittest.TestCase):
     PENDING = 24
 
     def test_the_calls_posted_are_the_ones_reported_and_refilled(self):
-        h = WinHttpd(threads=8, extra="AcceptExPending %d\n" % self.PENDING)
+        """Two listeners: each reports its own AcceptEx calls, serves as
+        many clients at once, and has them posted again."""
+        second = free_port()
+        h = WinHttpd(threads=8, extra="Listen 127.0.0.1:%d\nAcceptExPending %d\n"
+                     % (second, self.PENDING))
         h.put("small.txt", b"s" * 500)
         h.start()
+        keys = ["WinNTNGAcceptExPending[127.0.0.1:%d]" % p for p in (h.port, second)]
+
+        def all_posted(st):
+            return (int(st["WinNTNGAcceptExPending"]) == 2 * self.PENDING
+                    and all(int(st.get(k, -1)) == self.PENDING for k in keys))
         try:
             st = h.status()
-            self.assertEqual(int(st["WinNTNGAcceptExPending"]), self.PENDING, st)
+            self.assertTrue(all_posted(st), st)
             accepted = int(st["WinNTNGAccepted"])
-            socks = [socket.create_connection(("127.0.0.1", h.port), timeout=30)
-                     for _ in range(self.PENDING)]
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=30)
+                     for port in (h.port, second) for _ in range(self.PENDING)]
             try:
                 get_all_responses(socks, timeout=60)
             finally:
                 for s in socks:
                     s.close()
-            st = wait_for(lambda: status_once(h, "WinNTNGAcceptExPending",
-                                              lambda n: n == self.PENDING),
-                          10, "AcceptEx calls posted again")
+            st = wait_for(lambda: status_if(h, all_posted), 10,
+                          "AcceptEx calls posted again on both listeners")
             # the status requests count too
             self.assertGreaterEqual(int(st["WinNTNGAccepted"]) - accepted,
-                                    self.PENDING)
+                                    2 * self.PENDING)
         finally:
             h.stop()
+
+
+class PortOrderProbe:
+    """test/win/tools/port_order.c, built into dir: which waiting thread
+    this platform's completion port wakes first."""
+
+    def __init__(self, dir):
+        self.exe = os.path.join(dir, "port_order.exe")
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "tools", "port_order.c")
+        subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-o", self.exe, src],
+                       check=True)
+
+    def order(self, threads, rounds):
+        """'lifo' or 'fifo' (anything else fails), and the takers."""
+        r = subprocess.run([WINE, self.exe, str(threads), str(rounds)], env=wine_env(),
+                           capture_output=True, timeout=120, text=True)
+        m = re.search(r"order (\w+) distinct (\d+)", r.stdout)
+        assert r.returncode == 0 and m, (r.returncode, r.stdout, r.stderr)
+        assert m.group(1) in ("lifo", "fifo"), r.stdout
+        return m.group(1), r.stdout
+
+
+def keepalive_requests(h, n, gap):
+    """n requests for /small.txt on one connection, each sent gap seconds
+    after the last answer; each answer checked."""
+    req = b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", h.port), timeout=30) as s:
+        for i in range(n):
+            if i:
+                time.sleep(gap)
+            s.sendall(req)
+            buf = b""
+            while not response_done(buf):
+                chunk = s.recv(65536)
+                assert chunk, "the server closed after %d answers: %r" % (i, buf[:200])
+                buf += chunk
+            assert buf.startswith(b"HTTP/1.1 200"), buf[:200]
+
+
+def logged_threads(h, path, n):
+    """The thread ids of the first n requests for path in logs/tids.log
+    (lines "TID PATH")."""
+    log = os.path.join(h.dir, "logs", "tids.log")
+
+    def lines():
+        try:
+            with open(log) as f:
+                got = [ln.split()[0] for ln in f if ln.split()[1:] == [path]]
+        except OSError:
+            return None
+        return got[:n] if len(got) >= n else None
+    return wait_for(lines, 10, "%d requests for %s in %s" % (n, path, log))
+
+
+@unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
+class PortWakeOrder(unittest.TestCase):
+    """Idle workers wait on the completion port itself, so the port picks
+    which one serves a kept-alive connection's next request, in its own
+    wake order: on Windows the thread that blocked last (LIFO: one or two
+    threads serve a sequence of requests); Wine's port is first-in
+    first-out (its server/completion.c says so), so there the requests go
+    round the workers.  The probe measures which order this platform has;
+    a worker that kept the connection (the fallback, forced here by a
+    test hook) serves every request itself."""
+
+    THREADS = 8
+    REQUESTS = 32
+    GAP = 0.02          # a client's think time: every worker waits again
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="port-order-")
+        cls.platform, cls.probe_out = PortOrderProbe(cls.dir).order(4, 32)
+
+    def serve(self, hook=""):
+        """The distinct threads that served REQUESTS sequential requests
+        on one connection, and the sequence."""
+        h = WinHttpd(threads=self.THREADS)
+        h.extra = ('LogFormat "%%{tid}P %%U" tids\nCustomLog "%s/logs/tids.log" tids\n%s'
+                   % (winpath(h.dir), hook))
+        h.put("small.txt", b"s" * 500)
+        h.start()
+        try:
+            keepalive_requests(h, self.REQUESTS, self.GAP)
+            tids = logged_threads(h, "/small.txt", self.REQUESTS)
+        finally:
+            h.stop()
+        return len(set(tids)), tids
+
+    def test_the_port_picks_the_worker_for_each_request(self):
+        distinct, tids = self.serve()
+        print("\nport order %s; %d requests served by %d of %d workers" % (
+            self.platform, self.REQUESTS, distinct, self.THREADS))
+        if self.platform == "lifo":
+            self.assertLessEqual(distinct, 2, (self.probe_out, tids))
+        else:
+            self.assertGreaterEqual(distinct, self.THREADS // 2, (self.probe_out, tids))
+
+    def test_a_worker_that_keeps_the_connection_serves_it_alone(self):
+        """The control: what the test above tells apart under Wine."""
+        distinct, tids = self.serve("WinNTNGTestHook keepalive-in-thread\n")
+        self.assertEqual(distinct, 1, tids)
 
 
 # Wine's winsock trace of one TransmitFile call that sends from a file
