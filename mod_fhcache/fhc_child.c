@@ -26,7 +26,7 @@ void fhc_housekeeping(fhc_child *ch, apr_time_t now)
     fhc_cache_expire(ch->cache, now);
     if (fhc_os_recycle_handles) {
         fhc_cache_expire_handles(ch->cache, now,
-                                 apr_time_from_sec(ch->conf->revalidate_secs));
+                                 fhc_conf_revalidate_every(ch->conf, 1));
     }
     fhc_tally_update(ch, now, 0);
 }
@@ -123,8 +123,9 @@ static void start_notification(fhc_child *ch, apr_pool_t *pchild)
     ch->be = NULL;
     ap_log_error(APLOG_MARK, APLOG_WARNING, err, ch->s,
                  "mod_fhcache: change notification unavailable; cached files "
-                 "are revalidated by stat every %d s instead. %s",
-                 ch->conf->revalidate_secs, fhc_os_hint_no_notify);
+                 "are revalidated by stat %s instead (FHCacheRevalidate). %s",
+                 fhc_conf_revalidate_words(ch->conf, 0, pchild),
+                 fhc_os_hint_no_notify);
 }
 
 static apr_status_t leave_tally(void *data)

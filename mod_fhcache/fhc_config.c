@@ -14,7 +14,7 @@ APLOG_USE_MODULE(fhcache);
 #define DEF_MIN_USES 1
 #define DEF_MEM_FILE_MAX 16384
 #define DEF_MEM_TOTAL (16 * 1024 * 1024)
-#define DEF_REVALIDATE_SECS 2
+#define DEF_REVALIDATE_WATCHED_SECS 2
 #define DEF_MAX_WATCHES 1024
 
 int fhc_any_enabled;
@@ -28,7 +28,7 @@ void *fhc_create_server_conf(apr_pool_t *p, server_rec *s)
     c->min_uses = DEF_MIN_USES;
     c->mem_file_max = DEF_MEM_FILE_MAX;
     c->mem_total = DEF_MEM_TOTAL;
-    c->revalidate_secs = DEF_REVALIDATE_SECS;
+    c->revalidate_secs = FHC_UNSET;
     c->notify = 1;
     c->max_watches = DEF_MAX_WATCHES;
     return c;
@@ -179,8 +179,8 @@ const command_rec fhc_cmds[] = {
     AP_INIT_TAKE1("FHCacheMemoryTotal", set_mem_total, NULL, RSRC_CONF,
                   "Memory for cached bodies per child (default 16M)"),
     AP_INIT_TAKE1("FHCacheRevalidate", set_revalidate, NULL, RSRC_CONF,
-                  "Seconds between stat checks where change notification is "
-                  "unavailable (default 2; 0: every request)"),
+                  "Seconds between stat checks of a cached file (default: "
+                  "every request where no change notification watches it)"),
     AP_INIT_TAKE1("FHCacheNotify", set_notify, NULL, RSRC_CONF,
                   "auto (default) or poll"),
     AP_INIT_TAKE1("FHCacheMaxWatches", set_max_watches, NULL, RSRC_CONF,
@@ -238,4 +238,21 @@ unsigned fhc_conf_max_fds(const fhc_server_conf *c)
         return budget;
     }
     return (unsigned)c->max_fds < budget ? (unsigned)c->max_fds : budget;
+}
+
+apr_interval_time_t fhc_conf_revalidate_every(const fhc_server_conf *c,
+                                              int watched)
+{
+    if (c->revalidate_secs != FHC_UNSET) {
+        return apr_time_from_sec(c->revalidate_secs);
+    }
+    return watched ? apr_time_from_sec(DEF_REVALIDATE_WATCHED_SECS) : 0;
+}
+
+const char *fhc_conf_revalidate_words(const fhc_server_conf *c, int watched,
+                                      apr_pool_t *p)
+{
+    apr_interval_time_t every = fhc_conf_revalidate_every(c, watched);
+    return every ? apr_psprintf(p, "every %d s", (int)apr_time_sec(every))
+                 : "on every request";
 }

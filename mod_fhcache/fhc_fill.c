@@ -63,6 +63,7 @@ static apr_status_t load(fhc_child *ch, request_rec *r, fhc_payload *pl)
     pl->poll = ch->fallback_all || !pl->watched
                || fhc_os_remote_fs(pl->fh, pl->path);
     pl->recheck = pl->poll || fhc_os_revalidate_notified;
+    pl->recheck_every = fhc_conf_revalidate_every(ch->conf, !pl->poll);
     pl->checked = apr_time_now();
     if (pl->finfo.size <= ch->conf->mem_file_max) {
         pl->body = malloc(pl->finfo.size ? (size_t)pl->finfo.size : 1);
@@ -167,7 +168,8 @@ fhc_entry *fhc_fill(fhc_child *ch, request_rec *r)
         mpmng_log_once(&ch->logged_fs, APLOG_MARK, APLOG_NOTICE, 0, ch->s,
                        "mod_fhcache: some cached files are on a network or "
                        "FUSE filesystem (or could not be watched); they are "
-                       "revalidated by stat every FHCacheRevalidate seconds");
+                       "revalidated by stat %s (FHCacheRevalidate)",
+                       fhc_conf_revalidate_words(ch->conf, 0, r->pool));
     }
     return e;
 }

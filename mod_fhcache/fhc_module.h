@@ -26,7 +26,8 @@ typedef struct fhc_server_conf {
     int min_uses;
     apr_off_t mem_file_max; /* bodies up to this size are kept in memory */
     apr_off_t mem_total;
-    int revalidate_secs;    /* stat revalidation interval (fallback mode) */
+    int revalidate_secs;    /* FHCacheRevalidate, or FHC_UNSET (see
+                               fhc_conf_revalidate_every) */
     int notify;             /* 1: change notification when possible; 0: poll */
     int max_watches;
 } fhc_server_conf;
@@ -55,6 +56,7 @@ typedef struct fhc_payload {
     int poll;               /* revalidate by stat (no notification) */
     int recheck;            /* revalidate by stat (poll, or the platform
                                wants it for notified entries too) */
+    apr_interval_time_t recheck_every;  /* 0: on every request */
     apr_time_t checked;     /* last stat revalidation */
     char path[1];
 } fhc_payload;
@@ -157,5 +159,13 @@ void fhc_conf_limits(const fhc_server_conf *c, unsigned max_fds,
                      fhc_limits *out);
 /* Descriptors the cache may hold: the directive, capped by RLIMIT_NOFILE. */
 unsigned fhc_conf_max_fds(const fhc_server_conf *c);
+/* How often an entry is revalidated by stat: FHCacheRevalidate if set;
+ * unset, an entry no change notification watches on every request (never
+ * stale), a watched one the platform rechecks anyway (Windows) every 2 s. */
+apr_interval_time_t fhc_conf_revalidate_every(const fhc_server_conf *c,
+                                              int watched);
+/* The same in words, for log messages ("on every request", "every 2 s"). */
+const char *fhc_conf_revalidate_words(const fhc_server_conf *c, int watched,
+                                      apr_pool_t *p);
 
 #endif

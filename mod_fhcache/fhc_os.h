@@ -37,14 +37,14 @@ apr_status_t fhc_os_read_all(apr_os_file_t h, char *buf, apr_off_t size);
 /* Changes to this file may happen where no notification reaches us
  * (network and FUSE filesystems): revalidate by stat. */
 int fhc_os_remote_fs(apr_os_file_t h, const char *path);
-/* Even notified entries are revalidated by stat every FHCacheRevalidate
- * seconds (Windows: a watcher may miss timestamp-only changes). */
+/* Even notified entries are revalidated by stat (every FHCacheRevalidate
+ * seconds, 2 unset; Windows: a watcher may miss timestamp-only changes). */
 extern const int fhc_os_revalidate_notified;
 /* A held handle keeps a file from being replaced or deleted for good
  * (Windows: a delete stays pending until the last handle closes; Wine
  * refuses to rename over an open file whatever its share mode): handles
  * are re-opened instead of revalidated, and closed after FHCacheRevalidate
- * seconds unused. */
+ * seconds unused (2 unset). */
 extern const int fhc_os_recycle_handles;
 
 /* An apr_file_t for one request over the shared handle, or NULL when this

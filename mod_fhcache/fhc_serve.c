@@ -79,16 +79,18 @@ static int same_file(const apr_finfo_t *a, const apr_finfo_t *b)
         && (!(both & APR_FINFO_GROUP) || a->group == b->group);
 }
 
-/* Revalidation: a stat at most every FHCacheRevalidate seconds.  Returns
- * 1 if the entry may be used; else *fresh holds the stat just made. */
+/* Revalidation: a stat every pl->recheck_every (fhc_conf_revalidate_every).
+ * Returns 1 if the entry may be used; else *fresh holds the stat just made. */
 static int revalidate(fhc_child *ch, request_rec *r, fhc_payload *pl,
                       apr_time_t now, apr_finfo_t *fresh, apr_status_t *rv)
 {
     *rv = apr_stat(fresh, r->filename, APR_FINFO_MIN, r->pool);
     if (*rv == APR_SUCCESS && same_file(fresh, &pl->finfo)) {
-        fhc_lock(ch);
-        pl->checked = now;
-        fhc_unlock(ch);
+        if (pl->recheck_every) {      /* 0: checked on every request anyway */
+            fhc_lock(ch);
+            pl->checked = now;
+            fhc_unlock(ch);
+        }
         return 1;
     }
     return 0;
@@ -114,8 +116,10 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
     e = fhc_cache_lookup(ch->cache, r->filename, now);
     if (e) {
         pl = fhc_entry_payload(e);
+        /* Every request: a request_time earlier than the last check
+         * (another thread's request, or the fill) must not skip it. */
         check = pl->recheck
-            && now - pl->checked >= apr_time_from_sec(ch->conf->revalidate_secs);
+            && (!pl->recheck_every || now - pl->checked >= pl->recheck_every);
         recycle = check && pl->fh != FHC_NO_FILE && fhc_os_recycle_handles;
         if (recycle) {
             /* Closed before anything re-opens the path: a delete left

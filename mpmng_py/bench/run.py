@@ -203,7 +203,7 @@ def machine_info():
 def pick_variants(args):
     from mpmng_py.bench import variants
     allv = variants.load_all()
-    chosen = allv
+    chosen = [v for v in allv if not v.named_only]
     if args.variants:
         want = args.variants.split(",")
         unknown = [w for w in want if w not in [v.name for v in allv]]

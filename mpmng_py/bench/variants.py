@@ -25,6 +25,7 @@ Add-on file (addons/*.conf):
     applies_to = *          # or a list of variant names
     requires = ...          # files that must exist, else skipped with a note
     parts = throughput syscalls   # parts the derived variants run in (default all)
+    when = named            # only when named in --variants (default: always)
     [common] / [part] sections: appended to the base variant's
 """
 import configparser
@@ -78,6 +79,7 @@ class Variant:
         self.out_dir = None  # another build of our modules (with_build)
         # parts this variant takes part in (None: all)
         self.parts = self.meta.get("parts", "").replace(",", " ").split() or None
+        self.named_only = False  # runs only when named in --variants (add-ons)
         if self.kind == "httpd":
             if "mpm_module" in self.meta:
                 self.mpm = (self.meta["mpm_module"], _subst(self.meta["mpm_path"]))
@@ -115,6 +117,7 @@ class Variant:
         v.extra = {k: list(x) for k, x in self.extra.items()}
         v.out_dir = self.out_dir
         v.parts = addon.parts
+        v.named_only = addon.named_only
         for sec in addon.cp.sections():
             if sec == "addon":
                 continue
@@ -167,6 +170,7 @@ class Addon:
         self.requires = _subst(meta.get("requires", "")).split()
         self.modules = meta.get("modules", "").split()
         self.parts = meta.get("parts", "").replace(",", " ").split() or None
+        self.named_only = meta.get("when", "always") == "named"
 
     def applies(self, v):
         return v.kind in self.kinds and ("*" in self.applies_to or v.name in self.applies_to)

@@ -55,7 +55,8 @@ def parse_args(argv):
                    help="CGI module of the server under test")
     p.add_argument("--directives", default="",
                    help="extra configuration for the server under test (e.g. to check "
-                        "that the soak sees stale answers: 'FHCacheNotify poll')")
+                        "that the soak sees stale answers: 'FHCacheNotify poll' with "
+                        "'FHCacheRevalidate 2')")
     p.add_argument("--no-netns", action="store_true")
     return p.parse_args(argv)
 

@@ -646,6 +646,42 @@ class FHCacheCases:
         time.sleep(1.2)
         self.assertEqual(self.get(h, "/f.txt").body, b"bb\n")
 
+    def test_poll_mode_by_default_answers_every_change_at_once(self):
+        """Without FHCacheRevalidate a file no notification watches is
+        stat'ed on every request (FHCacheNotify poll here; in practice
+        network filesystems, watch limits, prefork children beyond
+        fs.inotify.max_user_instances): never stale, never served after its
+        permissions forbid it.  The changes alter size, inode or mode: a
+        same-size rewrite within one clock tick leaves the stat as it was."""
+        h = self.start(extra="FHCacheNotify poll\n",
+                       files={"f.txt": "a\n", "p/g.txt": "g\n"})
+        self.assertEqual(self.stats(h)["Mode"], "poll")
+        p = os.path.join(h.docroot, "f.txt")
+        self._warm(h, "/f.txt", b"a\n")
+        hits = self.hits(h)
+        self._warm(h, "/f.txt", b"a\n")
+        self.assertGreaterEqual(self.hits(h) - hits, 2, "still served from the cache")
+        with open(p, "ab") as f:
+            f.write(b"b\n")
+        self.assertEqual(self.get(h, "/f.txt").body, b"a\nb\n")
+        os.chmod(p, 0)
+        self.assertEqual(self.get(h, "/f.txt").status, 403)
+        os.chmod(p, 0o644)
+        self.assertEqual(self.get(h, "/f.txt").body, b"a\nb\n")
+        with open(p + ".tmp", "wb") as f:
+            f.write(b"new\n")
+        os.chmod(p + ".tmp", 0o644)
+        os.rename(p + ".tmp", p)
+        self.assertEqual(self.get(h, "/f.txt").body, b"new\n")
+        os.unlink(p)
+        self.assertEqual(self.get(h, "/f.txt").status, 404)
+        self._warm(h, "/p/g.txt", b"g\n")
+        os.chmod(os.path.join(h.docroot, "p"), 0o700)   # www-data: no search
+        try:
+            self.assertEqual(self.get(h, "/p/g.txt").status, 403)
+        finally:
+            os.chmod(os.path.join(h.docroot, "p"), 0o755)
+
     def test_config_validation(self):
         for bad in ("FHCacheMaxEntries 0", "FHCacheMaxEntries lots",
                     "FHCacheMemoryFileMax 1T", "FHCacheNotify maybe",
