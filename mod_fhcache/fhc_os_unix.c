@@ -26,7 +26,8 @@ const char *const fhc_os_hint_overflow =
 const char *const fhc_os_hint_watch_limit =
     "Raise FHCacheMaxWatches or fs.inotify.max_user_watches";
 const char *const fhc_os_hint_no_notify =
-    "Check fs.inotify.max_user_instances (sysctl)";
+    "Raise fs.inotify.max_user_instances (sysctl, per user: one instance "
+    "per server child) above the number of children";
 const char *const fhc_os_hint_handles =
     "Lower FHCacheMaxDescriptors or raise the open-file limit";
 const char *const fhc_os_hint_budget =
