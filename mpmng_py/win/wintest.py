@@ -1,10 +1,33 @@
 """Helpers the Windows tests (test/win/test_*.py) share: payloads, wrk
-runs and their checks."""
+runs and their checks, the Windows tools of test/win/tools/."""
 import hashlib
+import os
 import re
 import subprocess
 import threading
 import time
+
+from mpmng_py import ROOT
+from mpmng_py.win.winhttpd import WINE, wine_env
+
+TOOLS = os.path.join(ROOT, "test", "win", "tools")
+
+
+class WinTool:
+    """A program of test/win/tools/ (NAME.c), cross-built into dir and run
+    under the tests' wineserver, so what it does meets the server's
+    Windows (sharing rules, the completion port's order)."""
+
+    def __init__(self, name, dir):
+        self.exe = os.path.join(dir, name + ".exe")
+        subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-o", self.exe,
+                        os.path.join(TOOLS, name + ".c")], check=True)
+
+    def run(self, *args, timeout=60):
+        """The finished process (text output)."""
+        return subprocess.run([WINE, self.exe] + [str(a) for a in args], env=wine_env(),
+                              capture_output=True, text=True, errors="replace",
+                              timeout=timeout)
 
 
 def payload(n, seed):

@@ -5,15 +5,13 @@ process (test/win/tools/fsops.c) under the server's own wineserver, so
 Windows sharing rules between the two apply."""
 import os
 import re
-import subprocess
 import threading
 import time
 import unittest
 
-from mpmng_py.win.winhttpd import WINE, WINOUT, WinHttpd, available, wine_env, winpath
-from mpmng_py.win.wintest import payload
+from mpmng_py.win.winhttpd import WINOUT, WinHttpd, available, winpath
+from mpmng_py.win.wintest import WinTool, payload
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.path.join(WINOUT, "fhcache", "mod_fhcache.so")
 BIG = 1 << 20
 
@@ -27,19 +25,16 @@ def cache_conf(extra=""):
             'FHCacheRevalidate 2\n%s' % (winpath(MODULE), extra))
 
 
-class Fsops:
+class Fsops(WinTool):
     """The Windows-side deploy tool, built once per class into dir."""
 
     def __init__(self, dir):
-        self.exe = os.path.join(dir, "fsops.exe")
-        subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-o", self.exe,
-                        os.path.join(HERE, "tools", "fsops.c")], check=True)
+        super().__init__("fsops", dir)
 
     def run(self, *args):
         """(exit code, stderr) of fsops.exe args."""
-        r = subprocess.run([WINE, self.exe] + list(args), env=wine_env(),
-                           capture_output=True, timeout=60)
-        return r.returncode, r.stderr.decode(errors="replace")
+        r = super().run(*args)
+        return r.returncode, r.stderr
 
 
 def fetch_all(h, path, clients, rounds):

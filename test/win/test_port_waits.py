@@ -7,15 +7,14 @@ request (in the port's own wake order)."""
 import os
 import re
 import selectors
+import shutil
 import socket
-import subprocess
 import tempfile
 import time
 import unittest
 
-from mpmng_py.win.winhttpd import (WINE, WinHttpd, available, free_port, wine_env,
-                                    winpath)
-from mpmng_py.win.wintest import wait_for
+from mpmng_py.win.winhttpd import WinHttpd, available, free_port, winpath
+from mpmng_py.win.wintest import WinTool, wait_for
 
 REQUEST = (b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n"
            b"Connection: close\r\n\r\n")
@@ -67,16 +66,15 @@ def timed_get(h):
     return time.monotonic() - start
 
 
-def status_once(h, key, ok):
-    """server-status once ok(int(its key)) holds, else None."""
-    st = h.status()
-    return st if ok(int(st[key])) else None
-
-
 def status_if(h, ok):
     """server-status once ok(it) holds, else None."""
     st = h.status()
     return st if ok(st) else None
+
+
+def status_once(h, key, ok):
+    """server-status once ok(int(its key)) holds, else None."""
+    return status_if(h, lambda st: ok(int(st[key])))
 
 
 @unittest.skipUnless(available(), "build/win/out/ng not built (make win)")
@@ -186,25 +184,15 @@ class AcceptExPending(unittest.TestCase):
             h.stop()
 
 
-class PortOrderProbe:
-    """test/win/tools/port_order.c, built into dir: which waiting thread
-    this platform's completion port wakes first."""
-
-    def __init__(self, dir):
-        self.exe = os.path.join(dir, "port_order.exe")
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           "tools", "port_order.c")
-        subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-o", self.exe, src],
-                       check=True)
-
-    def order(self, threads, rounds):
-        """'lifo' or 'fifo' (anything else fails), and the takers."""
-        r = subprocess.run([WINE, self.exe, str(threads), str(rounds)], env=wine_env(),
-                           capture_output=True, timeout=120, text=True)
-        m = re.search(r"order (\w+) distinct (\d+)", r.stdout)
-        assert r.returncode == 0 and m, (r.returncode, r.stdout, r.stderr)
-        assert m.group(1) in ("lifo", "fifo"), r.stdout
-        return m.group(1), r.stdout
+def port_order(dir, threads, rounds):
+    """Which waiting thread this platform's completion port wakes first
+    (test/win/tools/port_order.c): 'lifo' or 'fifo' (anything else
+    fails), and the probe's output."""
+    r = WinTool("port_order", dir).run(threads, rounds, timeout=120)
+    m = re.search(r"order (\w+) distinct (\d+)", r.stdout)
+    assert r.returncode == 0 and m, (r.returncode, r.stdout, r.stderr)
+    assert m.group(1) in ("lifo", "fifo"), r.stdout
+    return m.group(1), r.stdout
 
 
 def keepalive_requests(h, n, gap):
@@ -257,7 +245,8 @@ class PortWakeOrder(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="port-order-")
-        cls.platform, cls.probe_out = PortOrderProbe(cls.dir).order(4, 32)
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.platform, cls.probe_out = port_order(cls.dir, 4, 32)
 
     def serve(self, hook=""):
         """The distinct threads that served REQUESTS sequential requests
