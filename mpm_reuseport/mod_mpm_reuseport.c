@@ -3,6 +3,7 @@
 #define RP_MODULE_FILE
 #include "rp.h"
 #include "rp_inbuf.h"
+#include "rp_spool.h"
 #include "rp_tlsbody.h"
 
 #include "http_protocol.h"
@@ -100,6 +101,7 @@ static void rp_register_hooks(apr_pool_t *p)
     rp_tlsbody_register();
     ap_hook_post_config(rp_rtconf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rp_inbuf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(rp_spool_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rp_bstats_status, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

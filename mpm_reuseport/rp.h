@@ -29,6 +29,7 @@
  *   rp_hold.c            response headers held until the body
  *   rp_readahead.c/.h    reading a request whole before a worker runs it
  *   rp_inbuf.c/.h        the bytes read ahead: the filter that holds them
+ *   rp_spool.c/.h        request bodies read ahead beyond memory, in a file
  *   rp_tlsbody.c/.h      files over TLS read in whole records, not mapped
  *   rp_reqscan.c/.h      is a request whole? (pure)
  *   rp_rtimeout.c/.h     how long to wait for it (pure)

@@ -1,5 +1,6 @@
 /* Directives and the configuration phases (pre_config, check_config). */
 #include "rp.h"
+#include "rp_spool.h"
 
 #include "apr_strings.h"
 #include "http_main.h"
@@ -138,6 +139,13 @@ const command_rec rp_directives[] = {
     AP_INIT_TAKE1("AsyncRequestWorkerFactor", set_async_factor, NULL,
                   RSRC_CONF, "Accepted for mpm_event compatibility; no "
                   "effect (admission is by idle workers)"),
+    AP_INIT_TAKE1("ReusePortBodyReadAhead", rp_spool_set_limit, NULL, RSRC_CONF,
+                  "Bytes of a request body of known length read before a "
+                  "worker takes the request, beyond 64 KiB into a temporary "
+                  "file (default 1048576; 0: up to 64 KiB with the head)"),
+    AP_INIT_TAKE1("ReusePortBodyReadAheadDir", rp_spool_set_dir, NULL, RSRC_CONF,
+                  "Directory of the temporary files of request bodies read "
+                  "ahead (default: the system's temporary directory)"),
     AP_INIT_FLAG("ReusePort", set_reuseport, NULL, RSRC_CONF,
                  "'off' uses one shared listener per address instead of "
                  "per-bucket SO_REUSEPORT sockets"),
@@ -190,6 +198,7 @@ int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
     ap_mutex_register(pconf, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
     ap_listen_pre_config();
     rp_settings_init(&rp_conf);
+    rp_spool_pre_config();
     ap_extended_status = 0;
     return OK;
 }

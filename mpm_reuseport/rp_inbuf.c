@@ -1,6 +1,7 @@
 /* A connection's input for the read-ahead: see rp_inbuf.h. */
 #include "rp.h"
 #include "rp_inbuf.h"
+#include "rp_spool.h"
 
 #include "apr_buckets.h"
 #include "apr_optional.h"
@@ -21,6 +22,7 @@ struct rp_inbuf {
     int fd;
     apr_bucket_brigade *held;   /* read ahead, not yet read by httpd */
     apr_bucket_brigade *tmp;
+    rp_spool *spool;            /* bodies beyond memory; NULL until needed */
     int handshaken;             /* our handshake call returned */
     int core_only;              /* only core (and counting) below us */
     int core_gave_up;           /* core handed its socket away */
@@ -217,9 +219,23 @@ static void feed_brigade(apr_bucket_brigade *bb, rp_in_feed *feed, void *baton)
     }
 }
 
-rp_in_read rp_inbuf_read(rp_inbuf *in, int head, rp_in_feed *feed,
+/* The bytes read into tmp join those held: in the spool, or in memory if
+ * it fails. */
+static rp_in_read hold(rp_inbuf *in, rp_in_for what)
+{
+    if (what == RP_IN_BODY_SPOOLED
+        && rp_spool_append(in->c, &in->spool, in->tmp, in->held) != APR_SUCCESS) {
+        APR_BRIGADE_CONCAT(in->held, in->tmp);
+        return RP_IN_DATA_UNSPOOLED;
+    }
+    APR_BRIGADE_CONCAT(in->held, in->tmp);
+    return RP_IN_DATA;
+}
+
+rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
                          void *baton, apr_size_t *got, int *drained)
 {
+    int head = what == RP_IN_HEAD;
     /* Directly only once core has been called: httpd, refusing a request,
      * cleans up core's buffer, which exists from core's first call on. */
     int direct = in->core_only && in->core_started && !in->core_holds;
@@ -240,8 +256,7 @@ rp_in_read rp_inbuf_read(rp_inbuf *in, int head, rp_in_feed *feed,
     *drained = direct && *got < APR_BUCKET_BUFF_SIZE;
     in->drained = in->core_only && !in->core_holds;
     feed_brigade(in->tmp, feed, baton);
-    APR_BRIGADE_CONCAT(in->held, in->tmp);
-    return RP_IN_DATA;
+    return hold(in, what);
 }
 
 void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton)
@@ -263,32 +278,47 @@ apr_status_t rp_inbuf_handshake(rp_inbuf *in)
     return rv;
 }
 
+/* The first spool bucket held, or the end: what is in memory lies
+ * before it. */
+static apr_bucket *memory_end(apr_bucket_brigade *held)
+{
+    apr_bucket *b = APR_BRIGADE_FIRST(held);
+
+    while (b != APR_BRIGADE_SENTINEL(held) && !rp_spool_bucket_is(b)) {
+        b = APR_BUCKET_NEXT(b);
+    }
+    return b;
+}
+
 void rp_inbuf_compact(rp_inbuf *in)
 {
-    apr_bucket *b = APR_BRIGADE_FIRST(in->held);
+    apr_bucket *b = APR_BRIGADE_FIRST(in->held), *end = memory_end(in->held);
     apr_off_t len;
     apr_size_t n;
     char *buf;
 
-    if (APR_BRIGADE_EMPTY(in->held)) {
+    if (b == end) {
         return;
     }
-    if (b == APR_BRIGADE_LAST(in->held) && APR_BUCKET_IS_HEAP(b)
+    if (APR_BUCKET_NEXT(b) == end && APR_BUCKET_IS_HEAP(b)
         && ((apr_bucket_heap *)b->data)->alloc_len - b->length <= RP_IN_SLACK) {
         return;
     }
-    if (apr_brigade_length(in->held, 1, &len) != APR_SUCCESS
-        || !(buf = malloc(len ? (apr_size_t)len : 1))) {
-        return;                 /* as it is, then */
+    /* The spooled part waits in tmp (empty between reads) meanwhile. */
+    apr_brigade_split_ex(in->held, end, in->tmp);
+    if (apr_brigade_length(in->held, 1, &len) == APR_SUCCESS
+        && (buf = malloc(len ? (apr_size_t)len : 1))) {
+        n = (apr_size_t)len;
+        if (apr_brigade_flatten(in->held, buf, &n) == APR_SUCCESS) {
+            apr_brigade_cleanup(in->held);
+            APR_BRIGADE_INSERT_TAIL(in->held, apr_bucket_heap_create(
+                                        buf, n, free, in->c->bucket_alloc));
+        }
+        else {
+            free(buf);          /* as it is, then */
+        }
     }
-    n = (apr_size_t)len;
-    if (apr_brigade_flatten(in->held, buf, &n) != APR_SUCCESS) {
-        free(buf);
-        return;
-    }
-    apr_brigade_cleanup(in->held);
-    APR_BRIGADE_INSERT_TAIL(in->held, apr_bucket_heap_create(
-                                buf, n, free, in->c->bucket_alloc));
+    APR_BRIGADE_CONCAT(in->held, in->tmp);
 }
 
 void rp_inbuf_time_out(rp_inbuf *in, int on)

@@ -21,6 +21,8 @@ typedef struct rp_inbuf rp_inbuf;
 
 typedef enum {
     RP_IN_DATA,                 /* bytes came (and were fed) */
+    RP_IN_DATA_UNSPOOLED,       /* bytes came, to be spooled, but are held
+                                   in memory: the spool failed (logged) */
     RP_IN_NONE,                 /* nothing there now, for sure */
     RP_IN_NONE_MAYBE,           /* nothing, or the end of the stream: the
                                    next read tells (TLS, core) */
@@ -50,10 +52,17 @@ apr_status_t rp_inbuf_handshake(rp_inbuf *in);
 void rp_inbuf_look_below(rp_inbuf *in);
 int rp_inbuf_core_only(const rp_inbuf *in);
 
-/* One read without waiting (head: of a request head, which core may
- * hand up a line at a time); new bytes are held and fed.  *drained: the
+/* What a read is for. */
+typedef enum {
+    RP_IN_HEAD,                 /* a request head, which core may hand up a
+                                   line at a time */
+    RP_IN_BODY,                 /* a body, held in memory */
+    RP_IN_BODY_SPOOLED          /* a body, held in the spool (rp_spool.h) */
+} rp_in_for;
+
+/* One read without waiting; new bytes are fed, then held.  *drained: the
  * socket is known to have had no more right after. */
-rp_in_read rp_inbuf_read(rp_inbuf *in, int head, rp_in_feed *feed,
+rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
                          void *baton, apr_size_t *got, int *drained);
 
 /* Feed what is held already (bytes of the next request read with the
@@ -63,7 +72,8 @@ void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton);
 /* The socket had no more at the last read and nothing read it since. */
 void rp_inbuf_set_drained(rp_inbuf *in);
 
-/* While the request waits: its bytes in one buffer of their size. */
+/* While the request waits: its bytes in memory in one buffer of their
+ * size. */
 void rp_inbuf_compact(rp_inbuf *in);
 
 /* The request ran out of time: httpd's reads that would wait time out

@@ -5,14 +5,16 @@
 #include "rp_readahead.h"
 #include "rp_reqscan.h"
 #include "rp_rtimeout.h"
+#include "rp_spool.h"
 
 #include "http_connection.h"
 #include "http_protocol.h"
 
 #include <string.h>
 
-/* Most of one request held: a longer head, or head and body, goes to a
- * worker, which reads the rest as httpd always does. */
+/* Most of one request held in memory: a longer head, or head and body,
+ * goes to a worker, which reads the rest as httpd always does; unless the
+ * body can be spooled (rp_spool.h). */
 #define RP_RA_HOLD (64 * 1024)
 
 enum {
@@ -98,6 +100,7 @@ static void begin_request(rp_ra *ra)
     lim.field_size = (size_t)s->limit_req_fieldsize;
     lim.fields = (unsigned)s->limit_req_fields;
     lim.hold = RP_RA_HOLD;
+    lim.body_hold = rp_spool_limit();
     rp_reqscan_start(&ra->scan, &lim);
     ra->rt = rp_rtconf_for(s);
     start_stage(ra, STAGE_HEADER, apr_time_now());
@@ -183,6 +186,12 @@ static rp_ra_result nothing_more(rp_ra *ra, int keepalive)
     return wait_or_expire(ra);
 }
 
+static rp_in_for read_for(const rp_reqscan *scan)
+{
+    return !rp_reqscan_in_body(scan) ? RP_IN_HEAD
+           : rp_reqscan_spools(scan) ? RP_IN_BODY_SPOOLED : RP_IN_BODY;
+}
+
 static rp_ra_result read_request(rp_ra *ra, int keepalive)
 {
     for (;;) {
@@ -194,8 +203,9 @@ static rp_ra_result read_request(rp_ra *ra, int keepalive)
         if (rp_reqscan_in_body(&ra->scan) && ra->stage != STAGE_BODY) {
             start_stage(ra, STAGE_BODY, apr_time_now());
         }
-        switch (rp_inbuf_read(ra->in, !rp_reqscan_in_body(&ra->scan), feed, ra,
-                              &got, &drained)) {
+        switch (rp_inbuf_read(ra->in, read_for(&ra->scan), feed, ra, &got, &drained)) {
+        case RP_IN_DATA_UNSPOOLED:
+            return ready(ra);   /* httpd reads the rest */
         case RP_IN_DATA:
             rp_rt_progress(&ra->clock, got, apr_time_now());
             ra->nothing = 0;

@@ -27,6 +27,18 @@ int rp_reqscan_in_body(const rp_reqscan *s)
     return s->phase == PH_BODY;
 }
 
+/* Head and body within what memory holds (head: its bytes). */
+static int fits_in_memory(const rp_reqscan *s, size_t head)
+{
+    return s->length <= s->lim.hold && head + s->length <= s->lim.hold;
+}
+
+int rp_reqscan_spools(const rp_reqscan *s)
+{
+    return s->phase == PH_BODY
+           && !fits_in_memory(s, s->total - (size_t)(s->length - s->body_left));
+}
+
 static rp_scan_state finish(rp_reqscan *s, rp_scan_state st, rp_scan_why why)
 {
     s->state = st;
@@ -161,7 +173,7 @@ static rp_scan_state end_of_head(rp_reqscan *s)
         /* The client waits for our 100 Continue before sending it. */
         return finish(s, RP_SCAN_HANDOVER, RP_SCAN_WHY_STREAMED);
     }
-    if (s->length > s->lim.hold || s->total + s->length > s->lim.hold) {
+    if (!fits_in_memory(s, s->total) && s->length > s->lim.body_hold) {
         return finish(s, RP_SCAN_HANDOVER, RP_SCAN_WHY_SIZE);
     }
     s->body_left = s->length;

@@ -31,13 +31,16 @@ typedef enum {
 } rp_scan_why;
 
 /* httpd's limits for the connection's server (LimitRequestLine,
- * LimitRequestFieldSize, LimitRequestFields; 0 fields: no limit), and how
- * much of one request the read-ahead may hold. */
+ * LimitRequestFieldSize, LimitRequestFields; 0 fields: no limit), how much
+ * of one request the read-ahead holds in memory, and the longest body of
+ * known length it waits for beyond that (kept in a file, rp_spool.h; 0:
+ * none). */
 typedef struct rp_scan_limits {
     size_t request_line;
     size_t field_size;
     unsigned fields;
     size_t hold;
+    uint64_t body_hold;
 } rp_scan_limits;
 
 #define RP_SCAN_LINE_START 64   /* bytes of a field line kept to parse it */
@@ -69,5 +72,9 @@ rp_scan_state rp_reqscan_feed(rp_reqscan *s, const char *p, size_t len,
 
 /* The head is complete and the body is being read (for timeouts). */
 int rp_reqscan_in_body(const rp_reqscan *s);
+
+/* The body being read does not fit in memory with its head: its bytes go
+ * to the spool (lim.body_hold). */
+int rp_reqscan_spools(const rp_reqscan *s);
 
 #endif

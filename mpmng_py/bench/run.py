@@ -688,9 +688,9 @@ def main():
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
     ap.add_argument("--slow-conns", type=int, help="slow clients in the slow part "
                     "(default 2000, quick 500)")
-    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers,hostile",
+    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers,uploads,hostile",
                     help="comma list for the slow part (default heads,handshakes,readers,"
-                    "hostile)")
+                    "uploads,hostile)")
     ap.add_argument("--hostile-mix", help="slow connections of each kind in the slow part's "
                     "hostile scenario (default heads=5000,readers=5000,handshakes=1000; "
                     "quick a tenth)")

@@ -8,6 +8,9 @@ their connections open (mpmng_py/slowclients.py):
   handshakes  a TLS ClientHello and nothing more (the normal clients use
               HTTPS keep-alive too)
   readers     a GET for the 1 MiB file, then one byte read a second
+  uploads     a POST of a 200 KB body to the 500 B file, 1 KB a second
+              (httpd reads the body before it answers 405; nginx answers
+              at once and discards the body as it comes)
 
   hostile     all at once, as the issue's hostile load: --hostile-mix
               (default 5,000 trickling heads, 5,000 slow readers, 1,000
@@ -31,6 +34,8 @@ SLOW_KINDS = {
     "heads": {"kind": "headers", "interval": 5.0, "path": "/500B.bin", "tls": False},
     "handshakes": {"kind": "handshake", "interval": 5.0, "path": "/", "tls": True},
     "readers": {"kind": "readers", "interval": 1.0, "path": "/1M.bin", "tls": False},
+    "uploads": {"kind": "body", "interval": 1.0, "path": "/500B.bin", "tls": False,
+                "body": 200000, "chunk": 1000},
 }
 # Scenario -> (normal clients over TLS, slow kinds it opens).  A one-kind
 # scenario opens --slow-conns of its kind; "hostile" opens --hostile-mix.
@@ -38,6 +43,7 @@ SCENARIOS = {
     "heads": (False, ("heads",)),
     "handshakes": (True, ("handshakes",)),
     "readers": (False, ("readers",)),
+    "uploads": (False, ("uploads",)),
     "hostile": (False, ("heads", "readers", "handshakes")),
 }
 HOSTILE_MIX = {"heads": 5000, "readers": 5000, "handshakes": 1000}
@@ -80,7 +86,8 @@ def open_slow(srv, counts):
             sk = SLOW_KINDS[kind]
             port = srv.tls_port if sk["tls"] else srv.port
             groups.append(SlowClients(srv.host, port, n, sk["kind"], interval=sk["interval"],
-                                      path=sk["path"], connect_timeout=60).start())
+                                      path=sk["path"], body=sk.get("body", 10000),
+                                      chunk=sk.get("chunk", 1000), connect_timeout=60).start())
     except Exception:
         for g in groups:
             g.stop()

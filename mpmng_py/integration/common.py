@@ -182,17 +182,18 @@ class HttpdTestCase(unittest.TestCase):
         return any(t is self or getattr(t, "test_case", None) is self for t in recorded)
 
     def httpd(self, directives="", mpm=None, modules=(), files=None, cgi=None,
-              access_log=False, start=True, reference=False, **kw):
+              access_log=False, start=True, reference=False, cgi_by="cgid", **kw):
         """Create (and by default start) a private httpd; its cleanup is
         registered before starting, so a failed start is cleaned up too.
         files: {docroot path: content}; cgi: {name: script} served under
-        /cgi-bin/ by mod_cgid; access_log: log "%P status bytes request" to
+        /cgi-bin/ by mod_cgid (cgi_by="cgi": mod_cgi, which forks scripts
+        from the child that took the request); access_log: log "%P status bytes request" to
         h.access_log.  reference: a stock httpd with none of our modules,
         run for comparison; a crash of its own is reported, not failed
         (mpm_event's children can crash when stopped with busy workers,
         with or without us: docs/mod_fhcache.md).  Other keywords go to
         privhttpd.Httpd."""
-        modules = list(modules) + (["cgid"] if cgi else [])
+        modules = list(modules) + ([cgi_by] if cgi else [])
         h = privhttpd.Httpd(mpm=mpm or MPM, modules=modules, **kw)
         h.reference = reference
         if reference and (h.mpm[1].startswith(OUT) or OUT in directives):

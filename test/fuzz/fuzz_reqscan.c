@@ -34,11 +34,13 @@ static void pick_limits(rp_scan_limits *lim, uint8_t a, uint8_t b)
     static const size_t lines[] = { 8190, 16, 40, 1 << 16 };
     static const unsigned fields[] = { 100, 0, 1, 3 };
     static const size_t holds[] = { 65536, 32, 200, 4096 };
+    static const uint64_t body_holds[] = { 0, 100, 1 << 20, 64 };
 
     lim->request_line = lines[a & 3];
     lim->field_size = lines[(a >> 2) & 3];
     lim->fields = fields[(a >> 4) & 3];
     lim->hold = holds[b & 3];
+    lim->body_hold = body_holds[(b >> 2) & 3];
 }
 
 /* Scan data as consecutive requests, fed in pieces of at most `piece`
@@ -60,6 +62,9 @@ static size_t scan_all(const rp_scan_limits *lim, const uint8_t *data, size_t le
             must(used <= give);
             must(st != RP_SCAN_MORE || used == give);
             must(st != RP_SCAN_MORE || s.why == RP_SCAN_WHY_NONE);
+            /* Only a body of known length within body_hold is spooled. */
+            must(!rp_reqscan_spools(&s) || (rp_reqscan_in_body(&s)
+                                             && s.length <= lim->body_hold));
             req_used += used;
             at += used;
         }

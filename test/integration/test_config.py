@@ -36,6 +36,12 @@ BAD = [
     ("thread_limit_0", "ThreadLimit 0", ["ThreadLimit"]),
     ("async_factor_0", "AsyncRequestWorkerFactor 0", ["AsyncRequestWorkerFactor"]),
     ("async_factor_text", "AsyncRequestWorkerFactor lots", ["AsyncRequestWorkerFactor"]),
+    ("body_read_ahead_negative", "ReusePortBodyReadAhead -1", ["ReusePortBodyReadAhead"]),
+    ("body_read_ahead_text", "ReusePortBodyReadAhead 1M", ["ReusePortBodyReadAhead"]),
+    ("body_read_ahead_dir_missing", "ReusePortBodyReadAheadDir /nonexistent/mpmng",
+     ["ReusePortBodyReadAheadDir"]),
+    ("body_read_ahead_dir_a_file", "ReusePortBodyReadAheadDir /etc/hostname",
+     ["ReusePortBodyReadAheadDir"]),
 ]
 
 

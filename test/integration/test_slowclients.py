@@ -9,13 +9,17 @@ Each server here has one child with a few threads: a thread-per-request
 MPM (stock mpm_event reads a request in a worker) runs out of threads at
 once, which the first test shows side by side."""
 import os
+import re
+import shutil
 import socket
 import ssl
+import tempfile
 import time
 
-from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, IS_REUSEPORT, ResponseReader,
-                                         connect, mpm_available, mpm_directives, request_bytes,
-                                         reuseport_only, run_wrk, sha256)
+from mpmng_py.integration.common import (CGI_BODY, CGI_FDS, HttpdTestCase, IS_REUSEPORT,
+                                         ResponseReader, connect, mpm_available,
+                                         mpm_directives, request_bytes, reuseport_only, run_wrk,
+                                         sha256)
 from mpmng_py.privhttpd import free_port
 from mpmng_py.slowclients import SlowClients, raise_nofile
 from mpmng_py.tlscert import make_certificate
@@ -25,6 +29,49 @@ def small_server(threads, extra=""):
     return mpm_directives(start=1, server_limit=1, thread_limit=threads, threads=threads,
                           max_workers=threads, min_spare=1, max_spare=threads, buckets=1,
                           extra=extra)
+
+
+def spool_fds(h, where):
+    """(pid, fd) of the server's processes open on deleted files in where:
+    spools of request bodies read ahead."""
+    out = []
+    for pid in h.processes():
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith(where + "/") and target.endswith(" (deleted)"):
+                out.append((pid, fd))
+    return out
+
+
+def spool_files(h, where):
+    return len(spool_fds(h, where))
+
+
+def spool_bytes(h, where):
+    """Sizes of the spool files open."""
+    sizes = []
+    for pid, fd in spool_fds(h, where):
+        try:
+            sizes.append(os.stat("/proc/%d/fd/%s" % (pid, fd)).st_size)
+        except OSError:
+            pass
+    return sizes
+
+
+def wait_until(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def thread_count(h):
@@ -202,6 +249,116 @@ class SlowBodies(HttpdTestCase):
         self.assertGreater(res.requests, 500, res)
         self.assertEqual(o, {"answered 200": 40})
 
+    def spool_dir(self):
+        """A directory the children (www-data) may create spool files in."""
+        d = tempfile.mkdtemp(prefix="mpmng-spool-")
+        os.chmod(d, 0o1777)
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+    @reuseport_only
+    def test_slow_large_bodies_wait_in_a_spool_not_a_thread(self):
+        """Bodies over what memory holds (200 KB, 10 KB every 0.2 s) are read
+        ahead into a spool file each, so a static file is served meanwhile
+        (ReusePortBodyReadAhead 0, the old behaviour: 0 requests in 1 s
+        with 4 threads); each body then reaches the CGI whole."""
+        d = self.spool_dir()
+        h = self.httpd(small_server(4, "Timeout 30\nReusePortBodyReadAheadDir %s\n" % d),
+                       files={"f.txt": "f\n"}, cgi={"body.py": CGI_BODY})
+        with SlowClients(h.host, h.port, 40, "body", interval=0.2, body=200000,
+                         chunk=10000, path="/cgi-bin/body.py") as slow:
+            self.assertTrue(wait_until(lambda: spool_files(h, d) == 40, 5),
+                            "spool files: %d of 40" % spool_files(h, d))
+            res = run_wrk(h.url("/f.txt"), 1, 4, latency=True)
+            o = slow.wait(lambda o: o.get("answered 200") == 40, 30)
+        print("\n    static requests beside 40 slow 200 KB uploads: %d in 1 s"
+              % res.requests, end=" ")
+        self.assertEqual(res.failures, 0, res)
+        self.assertGreater(res.requests, 500, res)
+        self.assertEqual(o, {"answered 200": 40})
+        self.assertTrue(wait_until(lambda: spool_files(h, d) == 0, 5),
+                        "spool files left open: %d" % spool_files(h, d))
+
+    @reuseport_only
+    def test_limit_request_body_in_a_location_still_answers_before_the_body(self):
+        """A body over a LimitRequestBody anywhere in the configuration is not
+        read ahead: httpd refuses it (413) on its head, as without
+        read-ahead, to a client that waits for that answer before sending."""
+        d = self.spool_dir()
+        h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n"
+                                       "<Location /up>\n  LimitRequestBody 100000\n"
+                                       "</Location>\n" % d), files={"up": "u\n"})
+        with connect(h.host, h.port, timeout=5) as s:
+            s.sendall(request_bytes("POST", "/up", h.host,
+                                    headers=[("Content-Length", "200000")]))
+            r = ResponseReader(s).read_response()
+        self.assertEqual(r.status, 413)
+
+    @reuseport_only
+    def test_spooled_bodies_reach_the_cgi_whole(self):
+        """On one connection: a body of exactly ReusePortBodyReadAhead sent in
+        pieces, one over it (httpd reads it on itself), and one spooled
+        with the next request pipelined behind it; each byte-identical, and
+        the spool file is started over between them."""
+        d = self.spool_dir()
+        limit = 300000
+        h = self.httpd(small_server(2, "ReusePortBodyReadAhead %d\n"
+                                       "ReusePortBodyReadAheadDir %s\n" % (limit, d)),
+                       files={"a.txt": "a\n"}, cgi={"body.py": CGI_BODY})
+        bodies = [os.urandom(limit), os.urandom(limit + 1), os.urandom(100000)]
+        with connect(h.host, h.port, timeout=10) as s:
+            rd = ResponseReader(s)
+            for i, body in enumerate(bodies):
+                data = request_bytes("POST", "/cgi-bin/body.py", h.host, body=body)
+                if i == 2:
+                    data += request_bytes("GET", "/a.txt", h.host)
+                for at in range(0, len(data), 65536):
+                    s.sendall(data[at:at + 65536])
+                    time.sleep(0.02)
+                r = rd.read_response()
+                self.assertEqual(r.status, 200, r.body)
+                self.assertIn(("length=%d\nsha256=%s" % (len(body), sha256(body))).encode(),
+                              r.body)
+            r = rd.read_response()
+            self.assertEqual((r.status, r.body), (200, b"a\n"))
+            self.assertEqual(spool_files(h, d), 1, "one spool for the connection")
+            self.assertEqual(spool_bytes(h, d), [0], "emptied once its bodies were read")
+
+    @reuseport_only
+    def test_spool_files_do_not_reach_cgi_children(self):
+        """mod_cgi forks the CGI from the child while the request's own body
+        is in the spool: the spool's descriptor is not inherited."""
+        d = self.spool_dir()
+        h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n" % d),
+                       cgi={"fds.py": CGI_FDS}, cgi_by="cgi")
+        body = b"q" * 150000
+        with connect(h.host, h.port, timeout=10) as s:
+            s.sendall(request_bytes("POST", "/cgi-bin/fds.py", h.host, body=body))
+            r = ResponseReader(s).read_response()
+            self.assertEqual(spool_files(h, d), 1, "the body went through a spool")
+        self.assertEqual(r.status, 200, r.body)
+        fds = re.findall(rb"^fd (\d+) (.*)$", r.body, re.M)
+        self.assertEqual([t for n, t in fds if int(n) > 2], [], r.body)
+
+    @reuseport_only
+    def test_unwritable_spool_directory_is_logged_once_and_bodies_still_served(self):
+        """Children that cannot create a spool say so once, and read such
+        bodies in a worker as without read-ahead."""
+        d = tempfile.mkdtemp(prefix="mpmng-nospool-")     # 0700 root: not www-data's
+        self.addCleanup(shutil.rmtree, d, True)
+        if os.geteuid() != 0:
+            self.skipTest("needs root (children run as www-data)")
+        h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n" % d),
+                       cgi={"body.py": CGI_BODY})
+        for _ in range(3):
+            body = os.urandom(100000)
+            with connect(h.host, h.port, timeout=10) as s:
+                s.sendall(request_bytes("POST", "/cgi-bin/body.py", h.host, body=body))
+                r = ResponseReader(s).read_response()
+            self.assertEqual(r.status, 200, r.body)
+            self.assertIn(("sha256=%s" % sha256(body)).encode(), r.body)
+        self.assertEqual(h.log().count("ReusePortBodyReadAheadDir"), 1, h.log())
+
     def test_expect_100_continue_is_not_held_back(self):
         """A client that waits for 100 Continue before sending its body gets
         it at once (its body is not waited for)."""
@@ -242,15 +399,38 @@ class SlowBodies(HttpdTestCase):
 
 
 class SlowHandshakes(HttpdTestCase):
-    def _tls_server(self, threads, extra=""):
+    def _tls_server(self, threads, extra="", cgi=None):
         h = self.httpd(start=False, modules=["ssl", "socache_shmcb"],
-                       files={"f.txt": "tls\n"}, nofile=2048)
+                       files={"f.txt": "tls\n"}, nofile=2048, cgi=cgi)
         crt, key = make_certificate(h.dir)
-        h.directives = small_server(threads, extra) + (
+        h.directives = small_server(threads, extra) + h.directives + (
             "SSLEngine on\nSSLCertificateFile %s\nSSLCertificateKeyFile %s\n"
             "SSLSessionCache shmcb:%s/logs/ssl_scache(512000)\n" % (crt, key, h.dir))
         h.start()
         return h
+
+    @reuseport_only
+    def test_tls_bodies_spooled_byte_identical(self):
+        """Over TLS, a 300 KB body arriving in pieces is read ahead into a
+        spool as it is decrypted, and reaches the CGI byte-identical."""
+        d = tempfile.mkdtemp(prefix="mpmng-spool-")
+        os.chmod(d, 0o1777)
+        self.addCleanup(shutil.rmtree, d, True)
+        h = self._tls_server(2, "ReusePortBodyReadAheadDir %s\n" % d, cgi={"body.py": CGI_BODY})
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        body = os.urandom(300000)
+        data = request_bytes("POST", "/cgi-bin/body.py", h.host, body=body)
+        with socket.create_connection((h.host, h.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                for at in range(0, len(data), 50000):
+                    s.sendall(data[at:at + 50000])
+                    time.sleep(0.02)
+                r = ResponseReader(s).read_response()
+                self.assertEqual(spool_files(h, d), 1, "the body went through a spool")
+        self.assertEqual(r.status, 200, r.body)
+        self.assertIn(("length=%d\nsha256=%s" % (len(body), sha256(body))).encode(), r.body)
 
     def test_unfinished_handshakes_hold_no_thread(self):
         """200 clients send a ClientHello and nothing more: HTTPS clients

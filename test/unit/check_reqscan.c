@@ -6,7 +6,7 @@
 #include "rp_reqscan.h"
 #include "check_run.h"
 
-static const rp_scan_limits LIM = { 8190, 8190, 100, 65536 };
+static const rp_scan_limits LIM = { 8190, 8190, 100, 65536, 0 };
 
 /* Feed text in pieces of `step` bytes (0: at once); returns the state and
  * how many bytes the request used. */
@@ -156,7 +156,7 @@ END_TEST
 
 START_TEST(long_lines_are_handed_over_before_their_end)
 {
-    rp_scan_limits lim = { 20, 30, 3, 65536 };
+    rp_scan_limits lim = { 20, 30, 3, 65536, 0 };
     char line[128];
     size_t used;
 
@@ -174,7 +174,7 @@ END_TEST
 
 START_TEST(too_many_fields)
 {
-    rp_scan_limits lim = { 8190, 8190, 2, 65536 };
+    rp_scan_limits lim = { 8190, 8190, 2, 65536, 0 };
     rp_reqscan s;
     size_t used;
 
@@ -188,7 +188,7 @@ END_TEST
 
 START_TEST(head_larger_than_the_hold)
 {
-    rp_scan_limits lim = { 8190, 8190, 100, 40 };
+    rp_scan_limits lim = { 8190, 8190, 100, 40, 0 };
     rp_reqscan s;
     size_t used;
 
@@ -198,6 +198,34 @@ START_TEST(head_larger_than_the_hold)
     /* A body that would not fit either. */
     ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\nContent-Length: 30\r\n\r\n", 0, &used,
                           &s), RP_SCAN_HANDOVER);
+    ck_assert_int_eq(s.why, RP_SCAN_WHY_SIZE);
+}
+END_TEST
+
+START_TEST(body_beyond_memory_is_waited_for_up_to_body_hold)
+{
+    rp_scan_limits lim = { 8190, 8190, 100, 40, 100 };
+    rp_reqscan s;
+    size_t used;
+
+    /* Fits in memory: read ahead there, not spooled. */
+    ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\n\r\n", 0, &used, &s), RP_SCAN_WHOLE);
+    ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\nContent-Length: 3\r\n\r\nab", 0, &used,
+                          &s), RP_SCAN_MORE);
+    ck_assert(!rp_reqscan_spools(&s));
+    /* Longer than memory holds, within body_hold: waited for, spooled. */
+    ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\nContent-Length: 100\r\n\r\nab", 0,
+                          &used, &s), RP_SCAN_MORE);
+    ck_assert(rp_reqscan_spools(&s));
+    ck_assert(rp_reqscan_in_body(&s));
+    /* Past body_hold: httpd reads it itself. */
+    ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", 0,
+                          &used, &s), RP_SCAN_HANDOVER);
+    ck_assert_int_eq(s.why, RP_SCAN_WHY_SIZE);
+    ck_assert(!rp_reqscan_spools(&s));
+    /* A head longer than memory holds is still handed over. */
+    ck_assert_int_eq(scan(&lim, "PUT / HTTP/1.1\r\nX-a: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 0,
+                          &used, &s), RP_SCAN_HANDOVER);
     ck_assert_int_eq(s.why, RP_SCAN_WHY_SIZE);
 }
 END_TEST
@@ -238,6 +266,7 @@ static Suite *suite(void)
     tcase_add_test(tc, long_lines_are_handed_over_before_their_end);
     tcase_add_test(tc, too_many_fields);
     tcase_add_test(tc, head_larger_than_the_hold);
+    tcase_add_test(tc, body_beyond_memory_is_waited_for_up_to_body_hold);
     tcase_add_test(tc, http2_preface_head_is_whole);
     tcase_add_test(tc, done_uses_nothing_more);
     suite_add_tcase(s, tc);

@@ -1,8 +1,13 @@
 #!/usr/bin/python3 -I
-# Lists its open fds (with their targets).  Listing /proc/self/fd opens a
-# descriptor of its own for a moment; it is gone again by the time each fd is
-# checked with fstat, so only descriptors the CGI was started with remain.
-import os
+# Lists its open fds (with their targets), after reading any request
+# body.  Listing /proc/self/fd opens a descriptor of its own for a moment;
+# it is gone again by the time each fd is checked with fstat, so only
+# descriptors the CGI was started with remain.
+import os, sys
+# A request body is read first: httpd writes it to us before it reads
+# our answer.
+while sys.stdin.buffer.read(1 << 16):
+    pass
 out = ["uid=%d gid=%d" % (os.getuid(), os.getgid())]
 for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
     try:
