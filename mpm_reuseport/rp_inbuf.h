@@ -21,8 +21,6 @@ typedef struct rp_inbuf rp_inbuf;
 
 typedef enum {
     RP_IN_DATA,                 /* bytes came (and were fed) */
-    RP_IN_DATA_UNSPOOLED,       /* bytes came, to be spooled, but are held
-                                   in memory: the spool failed (logged) */
     RP_IN_NONE,                 /* nothing there now, for sure */
     RP_IN_NONE_MAYBE,           /* nothing, or the end of the stream: the
                                    next read tells (TLS, core) */
@@ -56,8 +54,9 @@ int rp_inbuf_core_only(const rp_inbuf *in);
 typedef enum {
     RP_IN_HEAD,                 /* a request head, which core may hand up a
                                    line at a time */
-    RP_IN_BODY,                 /* a body, held in memory */
-    RP_IN_BODY_SPOOLED          /* a body, held in the spool (rp_spool.h) */
+    RP_IN_BODY,                 /* a body that fits in memory */
+    RP_IN_BODY_SPOOLED          /* a longer body: in memory while it comes,
+                                   in the spool while it waits */
 } rp_in_for;
 
 /* One read without waiting; new bytes are fed, then held.  *drained: the
@@ -73,8 +72,10 @@ void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton);
 void rp_inbuf_set_drained(rp_inbuf *in);
 
 /* While the request waits: its bytes in memory in one buffer of their
- * size. */
-void rp_inbuf_compact(rp_inbuf *in);
+ * size, or, for a body longer than memory holds (spool), in the spool
+ * (rp_spool.h).  APR_SUCCESS, or the spool failed (logged once): the bytes
+ * stay in memory and httpd should read the rest itself. */
+apr_status_t rp_inbuf_compact(rp_inbuf *in, int spool);
 
 /* The request ran out of time: httpd's reads that would wait time out
  * (on), until the next request (off). */

@@ -142,7 +142,9 @@ static rp_ra_result wait_or_expire(rp_ra *ra)
     if (deadline && apr_time_now() >= deadline) {
         return expire(ra);
     }
-    rp_inbuf_compact(ra->in);
+    if (rp_inbuf_compact(ra->in, rp_reqscan_spools(&ra->scan)) != APR_SUCCESS) {
+        return ready(ra);       /* httpd reads the rest (logged once) */
+    }
     return RP_RA_WAIT;
 }
 
@@ -204,8 +206,6 @@ static rp_ra_result read_request(rp_ra *ra, int keepalive)
             start_stage(ra, STAGE_BODY, apr_time_now());
         }
         switch (rp_inbuf_read(ra->in, read_for(&ra->scan), feed, ra, &got, &drained)) {
-        case RP_IN_DATA_UNSPOOLED:
-            return ready(ra);   /* httpd reads the rest */
         case RP_IN_DATA:
             rp_rt_progress(&ra->clock, got, apr_time_now());
             ra->nothing = 0;

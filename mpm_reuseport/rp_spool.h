@@ -2,12 +2,15 @@
  *
  * The read-ahead holds up to 64 KiB of a request in memory; a body of
  * known length up to ReusePortBodyReadAhead bytes (default 1 MiB) is read
- * ahead too, its bytes written to the connection's spool: one unlinked
- * temporary file in ReusePortBodyReadAheadDir (default: the system's
- * temporary directory), created when first needed and closed with the
- * connection.  httpd reads those bytes back through buckets of the spool,
- * so a slow upload waits in the event loop, not in a worker, as a slow
- * request head does.  The file is emptied once no bucket refers to it.
+ * ahead too: in memory while it keeps arriving, and into the connection's
+ * spool whenever it waits for the client (rp_inbuf.c spills it): one
+ * unlinked temporary file in ReusePortBodyReadAheadDir (default: the
+ * system's temporary directory), created when first needed and closed
+ * with the connection.  httpd reads those bytes back through buckets of
+ * the spool, so a slow upload waits in the event loop, not in a worker,
+ * as a slow request head does.  Once no bucket refers to its bytes, the
+ * next body overwrites them: the file is as large as the largest body the
+ * connection spooled, until the connection closes.
  *
  * Directive handlers and pre_config: rp_config.c; post_config:
  * mod_mpm_reuseport.c; the limit: rp_readahead.c.  The rest: rp_inbuf.c
@@ -50,5 +53,9 @@ apr_status_t rp_spool_append(conn_rec *c, rp_spool **sp,
 
 /* Whether b is a bucket of a spool. */
 int rp_spool_bucket_is(const apr_bucket *b);
+
+/* A spool bucket b becomes a heap bucket of its first 64 KiB (or all of
+ * it), read in one go; the rest stays a spool bucket after it. */
+apr_status_t rp_spool_bucket_load(apr_bucket *b);
 
 #endif

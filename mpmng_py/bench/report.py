@@ -352,6 +352,7 @@ def restart_md(rows, meta, out):
 SLOW_WHAT = {"heads": "request heads trickling in (a header line every 5 s)",
              "handshakes": "TLS handshakes never finished (normal clients over HTTPS)",
              "readers": "readers of the 1 MiB file taking a byte a second",
+             "uploads": "uploads of 200 KB sending 1 KB a second",
              "hostile": "all at once (hostile load)"}
 
 
@@ -370,7 +371,7 @@ def slow_md(rows, meta, out):
                  (r["slow"] for r in rows if r["scenario"] != "hostile"), rows[0]["slow"]))),
              ""]
     mix = meta.get("hostile_mix") or {}
-    for sc in ("heads", "handshakes", "readers", "hostile"):
+    for sc in ("heads", "handshakes", "readers", "uploads", "hostile"):
         sub = [r for r in rows if r["scenario"] == sc]
         if not sub:
             continue
@@ -395,6 +396,32 @@ def slow_md(rows, meta, out):
                 f_num(m("dpss_per_slow_kb")), f_int(m("slow_open"))))
         lines.append("")
     return lines
+
+
+# ------------------------------------------------------------ fast uploads
+def uploads_md(rows, meta, out):
+    rows = [r for r in rows if not r.get("note")]
+    if not rows:
+        return []
+    variants = order_variants([r["variant"] for r in rows], meta)
+    sizes = sorted({int(num(r["body_bytes"])) for r in rows})
+    lines = ["## Fast uploads", "",
+             "ab -k -c8 POSTing bodies to the 500 B file (httpd reads each body, then "
+             "answers 405); medians over rounds. Server CPU per request in microseconds, "
+             "and the ratio to the first variant.", "",
+             "| variant | " + " | ".join("%s B: us/req | ratio" % f_int(z) for z in sizes)
+             + " |", "|---|" + "---:|---:|" * len(sizes)]
+    first = {}
+    for v in variants:
+        cells = []
+        for z in sizes:
+            vr = [num(r["server_cpu_us_per_req"]) for r in rows
+                  if r["variant"] == v and int(num(r["body_bytes"])) == z]
+            m = med([x for x in vr if x is not None]) if vr else None
+            first.setdefault(z, m)
+            cells += [f_num(m), f_ratio(m / first[z]) if m and first[z] else "-"]
+        lines.append("| %s | %s |" % (v, " | ".join(cells)))
+    return lines + [""]
 
 
 # ------------------------------------------------------------ plots
@@ -643,6 +670,7 @@ def make(out, update_doc=False):
     lines += syscalls_md(read_tsv(os.path.join(out, "syscalls.tsv")), meta, out)
     lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
     lines += slow_md(read_tsv(os.path.join(out, "slow.tsv")), meta, out)
+    lines += uploads_md(read_tsv(os.path.join(out, "uploads.tsv")), meta, out)
     lines += profile_md(read_tsv(os.path.join(out, "profile.tsv")), meta, out)
     pngs = [p for p in ("rps.png", "rps_vs_event.png", "cpu_per_request.png", "latency.png",
                         "idle_memory.png") if os.path.exists(os.path.join(out, p))]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mpm-ng benchmark suite (`make bench`, or `python3 -m mpmng_py.bench`).
 
-Parts (--part, comma separated; default all six, --quick: throughput):
+Parts (--part, comma separated; default all but profile, --quick: throughput):
   throughput  every variant up at once on its own 127.0.0.1 port; for each
               round, for each workload, every variant in turn, the order
               rotated each round (A,B,C / B,C,A / C,A,B ...).  wrk per run.
@@ -29,7 +29,11 @@ Parts (--part, comma separated; default all six, --quick: throughput):
               never finished, readers of 1 MiB taking a byte a second), then
               beside all three at once (hostile: 5,000 + 5,000 + 1,000):
               req/s, p99, errors, threads, memory per slow connection
-              (mpmng_py/bench/slowbench.py).
+              (mpmng_py/bench/slowbench.py); `uploads` (bodies trickling
+              in) when named.
+  uploads     one variant at a time (httpd variants): fast clients POSTing
+              300 KB and 1 MB bodies: server CPU per request
+              (mpmng_py/bench/uploadbench.py).
 
 Results go to bench/results/<date-time>/ (raw TSVs, summary.md, PNG plots);
 bench/results/latest points at the newest.  See docs/PERFORMANCE.md.
@@ -558,6 +562,11 @@ def part_slow(args, variants_, docroot, outdir, info):
     run_part_module(slowbench, "slow.tsv", args, variants_, docroot, outdir)
 
 
+def part_uploads(args, variants_, docroot, outdir, info):
+    from mpmng_py.bench import uploadbench
+    run_part_module(uploadbench, "uploads.tsv", args, variants_, docroot, outdir)
+
+
 # ---------------------------------------------------------------- syscalls
 def part_profile(args, variants_, docroot, outdir, info):
     from mpmng_py.bench import profilebench
@@ -656,8 +665,8 @@ def main():
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
     ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow,"
-                    "profile "
-                    "(default: all six; --quick: throughput)")
+                    "uploads,profile "
+                    "(default: all but profile; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--baseline", metavar="DIR",
                     help="another build of our modules (make OUT=DIR all, e.g. of HEAD): each "
@@ -688,9 +697,11 @@ def main():
     ap.add_argument("--sys-duration", type=int, help="seconds per syscall window (default 3)")
     ap.add_argument("--slow-conns", type=int, help="slow clients in the slow part "
                     "(default 2000, quick 500)")
-    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers,uploads,hostile",
+    ap.add_argument("--slow-scenarios", default="heads,handshakes,readers,hostile",
                     help="comma list for the slow part (default heads,handshakes,readers,"
-                    "uploads,hostile)")
+                    "hostile; also: uploads)")
+    ap.add_argument("--upload-mb", type=float, default=1000,
+                    help="MB of request bodies per run in the uploads part (default 1000)")
     ap.add_argument("--hostile-mix", help="slow connections of each kind in the slow part's "
                     "hostile scenario (default heads=5000,readers=5000,handshakes=1000; "
                     "quick a tenth)")
@@ -731,9 +742,10 @@ def main():
     args.profile_workloads = (args.profile_workloads.split(",") if args.profile_workloads
                               else ["ka-500B-c50", "close-500B-c50", "ka-1M-c50"])
     parts = (args.part or ("throughput" if q else
-                           "throughput,idle,syscalls,restart,tls,slow")).split(",")
+                           "throughput,idle,syscalls,restart,tls,slow,uploads")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "profile"):
+        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "uploads",
+                     "profile"):
             sys.exit("bench: unknown part %r" % p)
     from mpmng_py.bench import slowbench
     for s in args.slow_scenarios:
@@ -803,7 +815,8 @@ def main():
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
                       ("syscalls", part_syscalls), ("restart", part_restart),
-                      ("tls", part_tls), ("slow", part_slow), ("profile", part_profile)):
+                      ("tls", part_tls), ("slow", part_slow), ("uploads", part_uploads),
+                      ("profile", part_profile)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)

@@ -10,7 +10,8 @@ their connections open (mpmng_py/slowclients.py):
   readers     a GET for the 1 MiB file, then one byte read a second
   uploads     a POST of a 200 KB body to the 500 B file, 1 KB a second
               (httpd reads the body before it answers 405; nginx answers
-              at once and discards the body as it comes)
+              at once and discards the body as it comes); only when named
+              (--slow-scenarios)
 
   hostile     all at once, as the issue's hostile load: --hostile-mix
               (default 5,000 trickling heads, 5,000 slow readers, 1,000
