@@ -16,6 +16,11 @@
 /* A heap buffer wasting more than this is copied down while it waits. */
 #define RP_IN_SLACK 1024
 
+/* A long body keeps arriving: this much of it may wait in memory before
+ * it goes to the spool (a body up to the default ReusePortBodyReadAhead
+ * that comes without a pause never touches the file). */
+#define RP_IN_MEMORY_MAX (1024 * 1024)
+
 /* One read of a body longer than memory holds: larger reads, fewer
  * calls.  Every read but the last of a turn fills its buffer (a shorter
  * one means the socket is empty: the turn ends, the bytes are spilled). */
@@ -37,6 +42,7 @@ struct rp_inbuf {
     int drained;                /* the socket had no more at our last
                                    read, and nothing read below since */
     int timed_out;              /* reads that would wait time out */
+    apr_size_t unspilled;       /* bytes of a long body in memory */
     apr_status_t err;           /* of the last direct read that failed */
 };
 
@@ -228,54 +234,6 @@ static void feed_brigade(apr_bucket_brigade *bb, rp_in_feed *feed, void *baton)
     }
 }
 
-rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
-                         void *baton, apr_size_t *got, int *drained)
-{
-    int head = what == RP_IN_HEAD;
-    apr_size_t size = what == RP_IN_BODY_SPOOLED ? RP_IN_LARGE_READ : APR_BUCKET_BUFF_SIZE;
-    /* Directly only once core has been called: httpd, refusing a request,
-     * cleans up core's buffer, which exists from core's first call on. */
-    int direct = in->core_only && in->core_started && !in->core_holds;
-    rp_in_read r;
-
-    *got = 0;
-    in->drained = 0;
-    r = direct ? recv_direct(in, in->tmp, size, got)
-               : read_filtered(in, in->tmp, head && in->core_only, size, got);
-    if (r != RP_IN_DATA) {
-        in->drained = r == RP_IN_NONE;
-        *drained = in->drained;
-        return r;
-    }
-    /* A recv() that did not fill its buffer emptied the socket; core that
-     * handed up all it had tried once more, which may have met the end of
-     * the stream (its next read tells). */
-    *drained = direct && *got < size;
-    in->drained = in->core_only && !in->core_holds;
-    feed_brigade(in->tmp, feed, baton);
-    APR_BRIGADE_CONCAT(in->held, in->tmp);
-    return RP_IN_DATA;
-}
-
-void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton)
-{
-    feed_brigade(in->held, feed, baton);
-}
-
-void rp_inbuf_set_drained(rp_inbuf *in)
-{
-    in->drained = 1;
-}
-
-apr_status_t rp_inbuf_handshake(rp_inbuf *in)
-{
-    apr_status_t rv = read_past_reqtimeout(in, in->tmp, AP_MODE_INIT, 0);
-
-    apr_brigade_cleanup(in->tmp);
-    in->handshaken = !APR_STATUS_IS_EAGAIN(rv);
-    return rv;
-}
-
 /* The first spool bucket held, or the end: what is in memory lies
  * before it. */
 static apr_bucket *memory_end(apr_bucket_brigade *held)
@@ -304,6 +262,63 @@ static apr_status_t spill(rp_inbuf *in)
     rv = APR_BRIGADE_EMPTY(in->tmp) ? APR_SUCCESS
          : rp_spool_append(in->c, &in->spool, in->tmp, in->held);
     APR_BRIGADE_CONCAT(in->held, in->tmp);  /* empty, unless it failed */
+    if (rv == APR_SUCCESS) {
+        in->unspilled = 0;
+    }
+    return rv;
+}
+
+rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
+                         void *baton, apr_size_t *got, int *drained)
+{
+    int head = what == RP_IN_HEAD;
+    apr_size_t size = what == RP_IN_BODY_SPOOLED ? RP_IN_LARGE_READ : APR_BUCKET_BUFF_SIZE;
+    /* Directly only once core has been called: httpd, refusing a request,
+     * cleans up core's buffer, which exists from core's first call on. */
+    int direct = in->core_only && in->core_started && !in->core_holds;
+    rp_in_read r;
+
+    *got = 0;
+    in->drained = 0;
+    r = direct ? recv_direct(in, in->tmp, size, got)
+               : read_filtered(in, in->tmp, head && in->core_only, size, got);
+    if (r != RP_IN_DATA) {
+        in->drained = r == RP_IN_NONE;
+        *drained = in->drained;
+        return r;
+    }
+    /* A recv() that did not fill its buffer emptied the socket; core that
+     * handed up all it had tried once more, which may have met the end of
+     * the stream (its next read tells). */
+    *drained = direct && *got < size;
+    in->drained = in->core_only && !in->core_holds;
+    feed_brigade(in->tmp, feed, baton);
+    APR_BRIGADE_CONCAT(in->held, in->tmp);
+    if (what != RP_IN_BODY_SPOOLED) {
+        in->unspilled = 0;
+    }
+    else if ((in->unspilled += *got) > RP_IN_MEMORY_MAX && spill(in) != APR_SUCCESS) {
+        return RP_IN_DATA_UNSPOOLED;
+    }
+    return RP_IN_DATA;
+}
+
+void rp_inbuf_feed_held(rp_inbuf *in, rp_in_feed *feed, void *baton)
+{
+    feed_brigade(in->held, feed, baton);
+}
+
+void rp_inbuf_set_drained(rp_inbuf *in)
+{
+    in->drained = 1;
+}
+
+apr_status_t rp_inbuf_handshake(rp_inbuf *in)
+{
+    apr_status_t rv = read_past_reqtimeout(in, in->tmp, AP_MODE_INIT, 0);
+
+    apr_brigade_cleanup(in->tmp);
+    in->handshaken = !APR_STATUS_IS_EAGAIN(rv);
     return rv;
 }
 

@@ -21,6 +21,9 @@ typedef struct rp_inbuf rp_inbuf;
 
 typedef enum {
     RP_IN_DATA,                 /* bytes came (and were fed) */
+    RP_IN_DATA_UNSPOOLED,       /* bytes came; a long body's memory was
+                                   full and the spool failed (logged):
+                                   httpd should read the rest itself */
     RP_IN_NONE,                 /* nothing there now, for sure */
     RP_IN_NONE_MAYBE,           /* nothing, or the end of the stream: the
                                    next read tells (TLS, core) */
@@ -55,8 +58,9 @@ typedef enum {
     RP_IN_HEAD,                 /* a request head, which core may hand up a
                                    line at a time */
     RP_IN_BODY,                 /* a body that fits in memory */
-    RP_IN_BODY_SPOOLED          /* a longer body: in memory while it comes,
-                                   in the spool while it waits */
+    RP_IN_BODY_SPOOLED          /* a longer body: in memory while it comes
+                                   (up to 1 MiB), in the spool while it
+                                   waits */
 } rp_in_for;
 
 /* One read without waiting; new bytes are fed, then held.  *drained: the

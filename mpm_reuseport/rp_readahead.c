@@ -206,6 +206,8 @@ static rp_ra_result read_request(rp_ra *ra, int keepalive)
             start_stage(ra, STAGE_BODY, apr_time_now());
         }
         switch (rp_inbuf_read(ra->in, read_for(&ra->scan), feed, ra, &got, &drained)) {
+        case RP_IN_DATA_UNSPOOLED:
+            return ready(ra);   /* httpd reads the rest (logged once) */
         case RP_IN_DATA:
             rp_rt_progress(&ra->clock, got, apr_time_now());
             ra->nothing = 0;

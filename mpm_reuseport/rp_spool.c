@@ -5,6 +5,7 @@
 #include "rp.h"
 #include "rp_spool.h"
 
+#include "apr_atomic.h"
 #include "apr_file_info.h"
 #include "apr_strings.h"
 #include "http_config.h"
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -35,8 +37,14 @@ static apr_uint64_t limit = RP_SPOOL_DEFAULT_LIMIT;
 static apr_uint64_t body_limit;  /* smallest LimitRequestBody; 0: none */
 static const char *dir;         /* NULL: the system's temporary directory */
 static const char *dir_used;    /* dir, or that one (from post_config) */
-static int unusable;            /* this child cannot create spools */
-static apr_uint32_t said_unusable, said_write;
+/* A directory the child cannot create files in is tried again after
+ * this long (it may be fixed meanwhile). */
+#define RP_SPOOL_RETRY apr_time_from_sec(60)
+
+static volatile apr_time_t unusable_until;   /* 0: usable */
+static volatile apr_uint32_t files_open;     /* spool files of this child */
+static apr_uint32_t files_max;               /* a quarter of its descriptors */
+static apr_uint32_t said_unusable, said_write, said_busy;
 
 /* ---- directives ------------------------------------------------------ */
 
@@ -110,8 +118,11 @@ int rp_spool_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 
 apr_uint64_t rp_spool_limit(void)
 {
-    if (unusable) {
-        return 0;
+    if (unusable_until) {
+        if (apr_time_now() < unusable_until) {
+            return 0;
+        }
+        unusable_until = 0;
     }
     return body_limit && body_limit < limit ? body_limit : limit;
 }
@@ -136,38 +147,79 @@ static int open_unlinked(const char *where, apr_pool_t *p)
     return fd;
 }
 
-static apr_status_t spool_close(void *data)
+/* Each waiting upload holds a file besides its socket: at most a quarter
+ * of the child's descriptors go to them, so accepting never runs out. */
+static int take_file_slot(const server_rec *s)
 {
-    rp_spool *sp = data;
+    if (!files_max) {
+        struct rlimit rl;
+        files_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                    && rl.rlim_cur / 4 < 65536 ? (apr_uint32_t)(rl.rlim_cur / 4) : 65536;
+        if (files_max < 16) {
+            files_max = 16;
+        }
+    }
+    if (apr_atomic_inc32(&files_open) < files_max) {
+        return 1;
+    }
+    apr_atomic_dec32(&files_open);
+    mpmng_log_once(&said_busy, APLOG_MARK, APLOG_WARNING, 0, s,
+                   RP_LOG_TAG "%u request bodies wait in spool files in this child, "
+                   "a quarter of its open-files limit; more wait in workers meanwhile "
+                   "(raise the limit, ulimit -n, for more)", files_max);
+    return 0;
+}
 
+static void close_file(rp_spool *sp)
+{
     if (sp->fd >= 0) {
         close(sp->fd);
         sp->fd = -1;
+        apr_atomic_dec32(&files_open);
     }
+    sp->end = 0;
+}
+
+static apr_status_t spool_close(void *data)
+{
+    close_file(data);
     return APR_SUCCESS;
 }
 
-static rp_spool *spool_open(conn_rec *c, apr_status_t *rv)
+/* The connection's spool file, opened if it has none now. */
+static apr_status_t open_file(rp_spool *sp, conn_rec *c)
 {
     const char *where = dir_used;
-    rp_spool *sp;
-    int fd = open_unlinked(where, c->pool);
+    apr_status_t rv;
 
-    if (fd < 0) {
-        *rv = APR_FROM_OS_ERROR(errno);
-        if (errno == EACCES || errno == ENOENT || errno == ENOTDIR || errno == EROFS) {
-            unusable = 1;
-            mpmng_log_once(&said_unusable, APLOG_MARK, APLOG_WARNING, *rv, c->base_server,
-                           RP_LOG_TAG "cannot create a file in %s for request bodies read "
-                           "ahead (ReusePortBodyReadAheadDir); bodies over 64 KiB wait "
-                           "in a worker until this is fixed: make the directory writable "
-                           "by the server's User, or name another", where);
-        }
-        return NULL;
+    if (sp->fd >= 0) {
+        return APR_SUCCESS;
     }
-    sp = apr_pcalloc(c->pool, sizeof(*sp));
+    if (!take_file_slot(c->base_server)) {
+        return APR_EMFILE;
+    }
+    if ((sp->fd = open_unlinked(where, c->pool)) >= 0) {
+        return APR_SUCCESS;
+    }
+    rv = APR_FROM_OS_ERROR(errno);
+    apr_atomic_dec32(&files_open);
+    if (errno == EACCES || errno == ENOENT || errno == ENOTDIR || errno == EROFS) {
+        unusable_until = apr_time_now() + RP_SPOOL_RETRY;
+        mpmng_log_once(&said_unusable, APLOG_MARK, APLOG_WARNING, rv, c->base_server,
+                       RP_LOG_TAG "cannot create a file in %s for request bodies read "
+                       "ahead (ReusePortBodyReadAheadDir); bodies over 64 KiB wait "
+                       "in a worker until this is fixed: make the directory writable "
+                       "by the server's User, or name another", where);
+    }
+    return rv;
+}
+
+static rp_spool *spool_create(conn_rec *c)
+{
+    rp_spool *sp = apr_pcalloc(c->pool, sizeof(*sp));
+
     sp->pool = c->pool;
-    sp->fd = fd;
+    sp->fd = -1;
     apr_pool_cleanup_register(c->pool, sp, spool_close, apr_pool_cleanup_null);
     return sp;
 }
@@ -177,11 +229,11 @@ static apr_status_t write_at(rp_spool *sp, struct iovec *iov, int cnt, apr_off_t
 {
     while (cnt) {
         ssize_t n = pwritev(sp->fd, iov, cnt, at);
-        if (n < 0) {
-            if (errno == EINTR) {
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) {
                 continue;
             }
-            return APR_FROM_OS_ERROR(errno);
+            return n < 0 ? APR_FROM_OS_ERROR(errno) : APR_EGENERAL;
         }
         at += n;
         while (cnt && (size_t)n >= iov->iov_len) {
@@ -214,14 +266,12 @@ static apr_status_t read_at(rp_spool *sp, char *buf, apr_size_t len, apr_off_t a
     return APR_SUCCESS;
 }
 
-/* Nothing refers to the bytes any more: the next body overwrites them,
- * in pages the file already has.  Emptying the file after every body
- * instead cost a fifth more server CPU per 1 MB upload on ext4
- * (journalled truncation, pages freed and allocated again); the pages
- * go with the connection. */
+/* Nothing refers to the bytes any more: the file goes (a spooled body is
+ * one that waited for a slow client, so opening another costs little
+ * beside it), and an idle connection holds neither disk nor descriptor. */
 static void start_over(rp_spool *sp)
 {
-    sp->end = 0;
+    close_file(sp);
 }
 
 /* ---- the bucket type --------------------------------------------------- */
@@ -332,7 +382,7 @@ static void log_write_failed(conn_rec *c, apr_status_t rv)
 {
     mpmng_log_once(&said_write, APLOG_MARK, APLOG_WARNING, rv, c->base_server,
                    RP_LOG_TAG "writing a request body read ahead to %s failed "
-                   "(ReusePortBodyReadAheadDir; full?); such bodies wait in a "
+                   "(ReusePortBodyReadAheadDir: full?); such bodies wait in a "
                    "worker meanwhile", dir_used);
 }
 
@@ -345,7 +395,10 @@ apr_status_t rp_spool_append(conn_rec *c, rp_spool **spp, apr_bucket_brigade *bb
     apr_bucket *b = APR_BRIGADE_FIRST(bb);
     apr_off_t at;
 
-    if (!sp && !(sp = *spp = spool_open(c, &rv))) {
+    if (!sp) {
+        sp = *spp = spool_create(c);
+    }
+    if ((rv = open_file(sp, c)) != APR_SUCCESS) {
         return rv;
     }
     at = sp->end;
@@ -356,8 +409,7 @@ apr_status_t rp_spool_append(conn_rec *c, rp_spool **spp, apr_bucket_brigade *bb
             const char *s;
             apr_size_t len;
             if ((rv = apr_bucket_read(b, &s, &len, APR_BLOCK_READ)) != APR_SUCCESS) {
-                log_write_failed(c, rv);
-                return rv;
+                return rv;      /* bytes in memory: cannot fail */
             }
             iov[cnt].iov_base = (void *)s;
             iov[cnt++].iov_len = len;
@@ -365,6 +417,9 @@ apr_status_t rp_spool_append(conn_rec *c, rp_spool **spp, apr_bucket_brigade *bb
         }
         if ((rv = write_at(sp, iov, cnt, from)) != APR_SUCCESS) {
             log_write_failed(c, rv);
+            if (!sp->refs) {
+                close_file(sp);
+            }
             return rv;
         }
     }

@@ -5,12 +5,13 @@
  * ahead too: in memory while it keeps arriving, and into the connection's
  * spool whenever it waits for the client (rp_inbuf.c spills it): one
  * unlinked temporary file in ReusePortBodyReadAheadDir (default: the
- * system's temporary directory), created when first needed and closed
- * with the connection.  httpd reads those bytes back through buckets of
- * the spool, so a slow upload waits in the event loop, not in a worker,
- * as a slow request head does.  Once no bucket refers to its bytes, the
- * next body overwrites them: the file is as large as the largest body the
- * connection spooled, until the connection closes.
+ * system's temporary directory), created when first needed.  httpd reads
+ * those bytes back through buckets of the spool, so a slow upload waits
+ * in the event loop, not in a worker, as a slow request head does.  The
+ * file is closed once no bucket refers to its bytes, so an idle
+ * connection holds none; a child keeps at most a
+ * quarter of its open-files limit in spool files (more bodies are handed
+ * over, logged once).
  *
  * Directive handlers and pre_config: rp_config.c; post_config:
  * mod_mpm_reuseport.c; the limit: rp_readahead.c.  The rest: rp_inbuf.c
@@ -45,9 +46,10 @@ int rp_spool_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
  * reason logged once). */
 apr_uint64_t rp_spool_limit(void);
 
-/* Writes the data buckets of bb to c's spool (*sp, created if NULL) and
- * appends the bytes to held as spool buckets; bb is emptied.  On failure
- * bb and held are left as they were and the reason is logged once. */
+/* Writes the data buckets of bb to c's spool (*sp, created if NULL; its
+ * file opened if it has none) and appends the bytes to held as spool
+ * buckets; bb is emptied.  On failure bb and held are left as they were
+ * and the reason is logged once. */
 apr_status_t rp_spool_append(conn_rec *c, rp_spool **sp,
                              apr_bucket_brigade *bb, apr_bucket_brigade *held);
 

@@ -108,7 +108,7 @@ def _cgi(name):
         return f.read()
 
 
-CGI_BODY = _cgi("body.py")   # answers with the request body's length and sha256
+CGI_BODY = _cgi("body.py")   # the request body's length and sha256 (?wait=S: read later)
 CGI_FDS = _cgi("fds.py")     # lists its open descriptors, uid and gid
 CGI_SLOW = _cgi("slow.py")   # "begin", sleeps QUERY_STRING seconds (2), "end"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3 -I
-# Reads the request body; answers with its length, its sha256 and the
-# CONTENT_LENGTH it was given.
-import hashlib, os, sys
+# Reads the request body (after QUERY_STRING "wait=S" seconds, if given);
+# answers with its length, its sha256 and the CONTENT_LENGTH it was given.
+import hashlib, os, sys, time
+time.sleep(float(os.environ.get("QUERY_STRING", "").partition("wait=")[2] or 0))
 h = hashlib.sha256()
 n = 0
 while True:
