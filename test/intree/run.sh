@@ -22,7 +22,7 @@ DSC="apache2_2.4.68-1~deb12u1.dsc"
 ORIG="apache2_2.4.68.orig.tar.gz"
 SUM="ed9a9d4500fb48bb28eaffb3ba71d06ccf86d498fa13ab9f781da010cc488498"
 # What the integration suite loads, beyond the modules httpd builds by default.
-MODS="authz_core authz_host mime dir status alias headers setenvif cgid
+MODS="authz_core authz_host mime dir status alias headers setenvif cgid cgi
       ratelimit env filter deflate include ssl socache_shmcb dialup reqtimeout"
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0 failed=0 skipped=0
