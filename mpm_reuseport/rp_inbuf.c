@@ -2,7 +2,9 @@
 #include "rp.h"
 #include "rp_inbuf.h"
 #include "rp_spool.h"
+#include "rp_stock.h"
 
+#include "apr_atomic.h"
 #include "apr_buckets.h"
 #include "apr_optional.h"
 #include "http_connection.h"
@@ -20,6 +22,17 @@
  * it goes to the spool (a body up to the default ReusePortBodyReadAhead
  * that comes without a pause never touches the file). */
 #define RP_IN_MEMORY_MAX (1024 * 1024)
+
+/* A fast client's body often waits a moment (the worker read faster than
+ * the client sent): after a turn that filled a whole read (a slow client
+ * never does), the body may wait in memory, as long as the child's bodies
+ * waiting so stay within RP_IN_PARKED_MAX.  Spilling 1 MB to a new file
+ * and back cost up to 2.2x the server CPU of a 1 MB upload.  A slow
+ * client's body goes to the spool at every wait. */
+#define RP_IN_FAST_TURN RP_IN_LARGE_READ
+#define RP_IN_PARKED_MAX (32 * 1024 * 1024)
+
+static volatile apr_uint32_t parked_bytes;  /* of this child */
 
 /* One read of a body longer than memory holds: larger reads, fewer
  * calls.  Every read but the last of a turn fills its buffer (a shorter
@@ -43,6 +56,8 @@ struct rp_inbuf {
                                    read, and nothing read below since */
     int timed_out;              /* reads that would wait time out */
     apr_size_t unspilled;       /* bytes of a long body in memory */
+    apr_size_t turn;            /* of them, read since the last wait */
+    apr_uint32_t parked;        /* of them, counted in parked_bytes */
     apr_status_t err;           /* of the last direct read that failed */
 };
 
@@ -123,29 +138,50 @@ static void note_core_read(rp_inbuf *in, ap_input_mode_t mode, apr_off_t asked,
     in->core_holds = len > 0 && (mode != AP_MODE_READBYTES || len >= asked);
 }
 
-/* One recv() of up to size bytes (core's buffer size, or more for a long
- * body), as a heap bucket at bb's end.  The buffers come from the
- * connection's allocator, which keeps freed ones for the next read: no
- * fresh pages to fault in (malloc'ed 64 KiB buffers cost a quarter more
- * CPU per 1 MB body). */
+/* Buffers of large reads kept for reuse, shared by the child's threads:
+ * a long body lives in memory until httpd has read it, so several at once
+ * outgrow what the connections' allocator keeps (MaxMemFree), and fresh
+ * pages cost their faults (81 per 1 MB body at worst: 1.6x the CPU). */
+#define RP_IN_BUFS_KEPT 128     /* 8 MiB */
+static rp_stock *large_bufs;
+
+static char *large_buf_take(void)
+{
+    char *buf = rp_stock_take(large_bufs);
+
+    return buf ? buf : malloc(RP_IN_LARGE_READ);
+}
+
+static void large_buf_give(void *buf)
+{
+    if (!rp_stock_give(large_bufs, buf)) {
+        free(buf);
+    }
+}
+
+/* One recv() of up to size bytes (core's buffer size, or a large read for
+ * a long body), as a heap bucket at bb's end. */
 static rp_in_read recv_direct(rp_inbuf *in, apr_bucket_brigade *bb,
                               apr_size_t size, apr_size_t *got)
 {
     apr_bucket_alloc_t *ba = in->c->bucket_alloc;
-    char *buf = apr_bucket_alloc(size, ba);
-    ssize_t n;
+    int large = size == RP_IN_LARGE_READ;
+    char *buf = large ? large_buf_take() : apr_bucket_alloc(size, ba);
+    void (*give)(void *) = large ? large_buf_give : apr_bucket_free;
+    ssize_t n = -1;
 
-    do {
-        n = recv(in->fd, buf, size, MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
+    errno = ENOMEM;
+    while (buf && (n = recv(in->fd, buf, size, MSG_DONTWAIT)) < 0 && errno == EINTR) {
+    }
     if (n <= 0) {
         in->err = n < 0 ? APR_FROM_OS_ERROR(errno) : APR_SUCCESS;
-        apr_bucket_free(buf);
+        if (buf) {
+            give(buf);
+        }
         return n == 0 ? RP_IN_EOF
                : APR_STATUS_IS_EAGAIN(in->err) ? RP_IN_NONE : RP_IN_ERROR;
     }
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(buf, (apr_size_t)n,
-                                                       apr_bucket_free, ba));
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(buf, (apr_size_t)n, give, ba));
     if (in->counted && logio_add_bytes_in) {
         logio_add_bytes_in(in->c, n);
     }
@@ -234,6 +270,34 @@ static void feed_brigade(apr_bucket_brigade *bb, rp_in_feed *feed, void *baton)
     }
 }
 
+/* The body no longer waits in memory (read on, handed over, closed). */
+static apr_status_t unpark(void *data)
+{
+    rp_inbuf *in = data;
+
+    if (in->parked) {
+        apr_atomic_sub32(&parked_bytes, in->parked);
+        in->parked = 0;
+    }
+    return APR_SUCCESS;
+}
+
+/* After a fast turn, within the child's budget: the body waits in memory. */
+static int park_in_memory(rp_inbuf *in)
+{
+    apr_uint32_t n = (apr_uint32_t)in->unspilled;
+
+    if (in->turn < RP_IN_FAST_TURN
+        || apr_atomic_add32(&parked_bytes, n) + n > RP_IN_PARKED_MAX) {
+        if (in->turn >= RP_IN_FAST_TURN) {
+            apr_atomic_sub32(&parked_bytes, n);
+        }
+        return 0;
+    }
+    in->parked = n;
+    return 1;
+}
+
 /* The first spool bucket held, or the end: what is in memory lies
  * before it. */
 static apr_bucket *memory_end(apr_bucket_brigade *held)
@@ -278,6 +342,8 @@ rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
     int direct = in->core_only && in->core_started && !in->core_holds;
     rp_in_read r;
 
+    unpark(in);
+
     *got = 0;
     in->drained = 0;
     r = direct ? recv_direct(in, in->tmp, size, got)
@@ -295,9 +361,10 @@ rp_in_read rp_inbuf_read(rp_inbuf *in, rp_in_for what, rp_in_feed *feed,
     feed_brigade(in->tmp, feed, baton);
     APR_BRIGADE_CONCAT(in->held, in->tmp);
     if (what != RP_IN_BODY_SPOOLED) {
-        in->unspilled = 0;
+        in->unspilled = in->turn = 0;
     }
-    else if ((in->unspilled += *got) > RP_IN_MEMORY_MAX && spill(in) != APR_SUCCESS) {
+    else if ((in->turn += *got, in->unspilled += *got) > RP_IN_MEMORY_MAX
+             && spill(in) != APR_SUCCESS) {
         return RP_IN_DATA_UNSPOOLED;
     }
     return RP_IN_DATA;
@@ -329,8 +396,11 @@ apr_status_t rp_inbuf_compact(rp_inbuf *in, int spool)
     apr_size_t n;
     char *buf;
 
+    unpark(in);
     if (spool) {
-        return spill(in);
+        int keep = park_in_memory(in);
+        in->turn = 0;
+        return keep ? APR_SUCCESS : spill(in);
     }
     end = memory_end(in->held);
     if (b == end) {
@@ -360,6 +430,7 @@ apr_status_t rp_inbuf_compact(rp_inbuf *in, int spool)
 
 void rp_inbuf_time_out(rp_inbuf *in, int on)
 {
+    unpark(in);
     in->timed_out = on;
 }
 
@@ -578,6 +649,7 @@ rp_inbuf *rp_inbuf_attach(conn_rec *c)
     in->held = apr_brigade_create(c->pool, c->bucket_alloc);
     in->tmp = apr_brigade_create(c->pool, c->bucket_alloc);
     in->f = ap_add_input_filter_handle(inbuf_filter, in, NULL, c);
+    apr_pool_cleanup_register(c->pool, in, unpark, apr_pool_cleanup_null);
     rp_inbuf_look_below(in);
     return in;
 }
@@ -597,6 +669,9 @@ int rp_inbuf_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)plog;
     (void)ptemp;
     (void)s;
+    if (!large_bufs && !(large_bufs = rp_stock_create(RP_IN_BUFS_KEPT))) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     reqtimeout_filter = ap_get_input_filter_handle("reqtimeout");
     logio_filter = ap_get_input_filter_handle("log_input_output");
     logio_add_bytes_in = APR_RETRIEVE_OPTIONAL_FN(ap_logio_add_bytes_in);

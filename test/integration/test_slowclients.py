@@ -54,6 +54,14 @@ def spool_files(h, where):
     return len(spool_fds(h, where))
 
 
+def send_slowly(s, data, piece=8000, pause=0.01):
+    """As a slow client sends: pieces short of the server's 64 KiB reads, so
+    what it read waits in its spool, not in memory."""
+    for at in range(0, len(data), piece):
+        s.sendall(data[at:at + piece])
+        time.sleep(pause)
+
+
 def wait_until(cond, timeout):
     deadline = time.monotonic() + timeout
     while not cond():
@@ -364,7 +372,7 @@ class SlowBodies(HttpdTestCase):
                        cgi={"fds.py": CGI_FDS}, cgi_by="cgi")
         data = request_bytes("POST", "/cgi-bin/fds.py", h.host, body=b"q" * 150000)
         with connect(h.host, h.port, timeout=10) as s:
-            s.sendall(data[:100000])
+            send_slowly(s, data[:100000])
             # It waits: the part read goes to the spool.
             self.assertTrue(wait_until(lambda: spool_files(h, d) == 1, 5), "no spool")
             s.sendall(data[100000:])
@@ -387,8 +395,7 @@ class SlowBodies(HttpdTestCase):
             body = os.urandom(100000)
             data = request_bytes("POST", "/cgi-bin/body.py", h.host, body=body)
             with connect(h.host, h.port, timeout=10) as s:
-                s.sendall(data[:80000])
-                time.sleep(0.2)     # it waits: the part read would go to the spool
+                send_slowly(s, data[:80000])  # what was read would go to the spool
                 s.sendall(data[80000:])
                 r = ResponseReader(s).read_response()
             self.assertEqual(r.status, 200, r.body)
@@ -460,7 +467,7 @@ class SlowHandshakes(HttpdTestCase):
         data = request_bytes("POST", "/cgi-bin/body.py", h.host, body=body)
         with socket.create_connection((h.host, h.port), timeout=10) as raw:
             with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-                s.sendall(data[:150000])
+                send_slowly(s, data[:150000])
                 self.assertTrue(wait_until(lambda: spool_files(h, d) == 1, 5), "no spool")
                 for at in range(150000, len(data), 50000):
                     s.sendall(data[at:at + 50000])
