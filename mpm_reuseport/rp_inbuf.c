@@ -23,6 +23,11 @@
  * that comes without a pause never touches the file). */
 #define RP_IN_MEMORY_MAX (1024 * 1024)
 
+/* One read of a body longer than memory holds: larger reads, fewer
+ * calls.  Every read but the last of a turn fills its buffer (a shorter
+ * one means the socket is empty: the turn ends, the bytes are spilled). */
+#define RP_IN_LARGE_READ (64 * 1024)
+
 /* A fast client's body often waits a moment (the worker read faster than
  * the client sent): after a turn that filled a whole read (a slow client
  * never does), the body may wait in memory, as long as the child's bodies
@@ -33,11 +38,6 @@
 #define RP_IN_PARKED_MAX (32 * 1024 * 1024)
 
 static volatile apr_uint32_t parked_bytes;  /* of this child */
-
-/* One read of a body longer than memory holds: larger reads, fewer
- * calls.  Every read but the last of a turn fills its buffer (a shorter
- * one means the socket is empty: the turn ends, the bytes are spilled). */
-#define RP_IN_LARGE_READ (64 * 1024)
 
 struct rp_inbuf {
     conn_rec *c;
@@ -168,16 +168,18 @@ static rp_in_read recv_direct(rp_inbuf *in, apr_bucket_brigade *bb,
     int large = size == RP_IN_LARGE_READ;
     char *buf = large ? large_buf_take() : apr_bucket_alloc(size, ba);
     void (*give)(void *) = large ? large_buf_give : apr_bucket_free;
-    ssize_t n = -1;
+    ssize_t n;
 
-    errno = ENOMEM;
-    while (buf && (n = recv(in->fd, buf, size, MSG_DONTWAIT)) < 0 && errno == EINTR) {
+    if (!buf) {
+        in->err = APR_ENOMEM;
+        return RP_IN_ERROR;
     }
+    do {
+        n = recv(in->fd, buf, size, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
     if (n <= 0) {
         in->err = n < 0 ? APR_FROM_OS_ERROR(errno) : APR_SUCCESS;
-        if (buf) {
-            give(buf);
-        }
+        give(buf);
         return n == 0 ? RP_IN_EOF
                : APR_STATUS_IS_EAGAIN(in->err) ? RP_IN_NONE : RP_IN_ERROR;
     }
@@ -287,11 +289,11 @@ static int park_in_memory(rp_inbuf *in)
 {
     apr_uint32_t n = (apr_uint32_t)in->unspilled;
 
-    if (in->turn < RP_IN_FAST_TURN
-        || apr_atomic_add32(&parked_bytes, n) + n > RP_IN_PARKED_MAX) {
-        if (in->turn >= RP_IN_FAST_TURN) {
-            apr_atomic_sub32(&parked_bytes, n);
-        }
+    if (in->turn < RP_IN_FAST_TURN) {
+        return 0;
+    }
+    if (apr_atomic_add32(&parked_bytes, n) + n > RP_IN_PARKED_MAX) {
+        apr_atomic_sub32(&parked_bytes, n);     /* over the budget */
         return 0;
     }
     in->parked = n;

@@ -22,7 +22,7 @@
 
 struct rp_spool {
     apr_pool_t *pool;           /* the connection's */
-    int fd;                     /* -1 once the connection closed it */
+    int fd;                     /* -1: no file open */
     apr_off_t end;              /* bytes written */
     unsigned refs;              /* spool_refs alive */
 };
@@ -43,7 +43,8 @@ static const char *dir_used;    /* dir, or that one (from post_config) */
 
 static volatile apr_time_t unusable_until;   /* 0: usable */
 static volatile apr_uint32_t files_open;     /* spool files of this child */
-static apr_uint32_t files_max;               /* a quarter of its descriptors */
+static apr_uint32_t files_max;               /* a quarter of its descriptors
+                                                (post_config) */
 static apr_uint32_t said_unusable, said_write, said_busy;
 
 /* ---- directives ------------------------------------------------------ */
@@ -103,6 +104,16 @@ static apr_uint64_t smallest_body_limit(const ap_directive_t *d, apr_uint64_t le
     return least;
 }
 
+/* Children inherit the parent's limit (at least 16, at most 65536). */
+static apr_uint32_t quarter_of_open_files(void)
+{
+    struct rlimit rl;
+    rlim_t q = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+               ? rl.rlim_cur / 4 : 65536;
+
+    return q < 16 ? 16 : q > 65536 ? 65536 : (apr_uint32_t)q;
+}
+
 int rp_spool_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                          server_rec *s)
 {
@@ -112,6 +123,7 @@ int rp_spool_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
     (void)ptemp;
     (void)s;
     body_limit = smallest_body_limit(ap_conftree, 0);
+    files_max = quarter_of_open_files();
     dir_used = dir ? dir : apr_temp_dir_get(&tmp, pconf) == APR_SUCCESS ? tmp : "/tmp";
     return OK;
 }
@@ -151,14 +163,6 @@ static int open_unlinked(const char *where, apr_pool_t *p)
  * of the child's descriptors go to them, so accepting never runs out. */
 static int take_file_slot(const server_rec *s)
 {
-    if (!files_max) {
-        struct rlimit rl;
-        files_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                    && rl.rlim_cur / 4 < 65536 ? (apr_uint32_t)(rl.rlim_cur / 4) : 65536;
-        if (files_max < 16) {
-            files_max = 16;
-        }
-    }
     if (apr_atomic_inc32(&files_open) < files_max) {
         return 1;
     }
@@ -266,14 +270,6 @@ static apr_status_t read_at(rp_spool *sp, char *buf, apr_size_t len, apr_off_t a
     return APR_SUCCESS;
 }
 
-/* Nothing refers to the bytes any more: the file goes (a spooled body is
- * one that waited for a slow client, so opening another costs little
- * beside it), and an idle connection holds neither disk nor descriptor. */
-static void start_over(rp_spool *sp)
-{
-    close_file(sp);
-}
-
 /* ---- the bucket type --------------------------------------------------- */
 
 static void spool_bucket_destroy(void *data)
@@ -283,8 +279,12 @@ static void spool_bucket_destroy(void *data)
 
     if (apr_bucket_shared_destroy(ref)) {
         apr_bucket_free(ref);
+        /* Nothing refers to the bytes any more: the file goes (a spooled
+         * body waited for a slow client, so opening another costs little
+         * beside it), and an idle connection holds neither disk nor
+         * descriptor. */
         if (--sp->refs == 0) {
-            start_over(sp);
+            close_file(sp);
         }
     }
 }

@@ -31,6 +31,15 @@ def small_server(threads, extra=""):
                           extra=extra)
 
 
+def spool_dir(test):
+    """A directory the children (www-data) may create spool files in,
+    removed after the test."""
+    d = tempfile.mkdtemp(prefix="mpmng-spool-")
+    os.chmod(d, 0o1777)
+    test.addCleanup(shutil.rmtree, d, True)
+    return d
+
+
 def spool_fds(h, where):
     """(pid, fd) of the server's processes open on deleted files in where:
     spools of request bodies read ahead."""
@@ -246,20 +255,13 @@ class SlowBodies(HttpdTestCase):
         self.assertGreater(res.requests, 500, res)
         self.assertEqual(o, {"answered 200": 40})
 
-    def spool_dir(self):
-        """A directory the children (www-data) may create spool files in."""
-        d = tempfile.mkdtemp(prefix="mpmng-spool-")
-        os.chmod(d, 0o1777)
-        self.addCleanup(shutil.rmtree, d, True)
-        return d
-
     @reuseport_only
     def test_slow_large_bodies_wait_in_a_spool_not_a_thread(self):
         """Bodies over what memory holds (200 KB, 10 KB every 0.2 s) are read
         ahead into a spool file each, so a static file is served meanwhile
         (ReusePortBodyReadAhead 0, the old behaviour: 0 requests in 1 s
         with 4 threads); each body then reaches the CGI whole."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         h = self.httpd(small_server(4, "Timeout 30\nReusePortBodyReadAheadDir %s\n" % d),
                        files={"f.txt": "f\n"}, cgi={"body.py": CGI_BODY})
         with SlowClients(h.host, h.port, 40, "body", interval=0.2, body=200000,
@@ -281,7 +283,7 @@ class SlowBodies(HttpdTestCase):
         """A body over a LimitRequestBody anywhere in the configuration is not
         read ahead: httpd refuses it (413) on its head, as without
         read-ahead, to a client that waits for that answer before sending."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n"
                                        "<Location /up>\n  LimitRequestBody 100000\n"
                                        "</Location>\n" % d), files={"up": "u\n"})
@@ -297,7 +299,7 @@ class SlowBodies(HttpdTestCase):
         pieces, one over it (httpd reads it on itself), and one spooled
         with the next request pipelined behind it; each byte-identical, and
         no spool file left open once the connection waits."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         limit = 300000
         h = self.httpd(small_server(2, "ReusePortBodyReadAhead %d\n"
                                        "ReusePortBodyReadAheadDir %s\n" % (limit, d)),
@@ -330,7 +332,7 @@ class SlowBodies(HttpdTestCase):
         it goes to the spool (a worker's memory stays bounded), and reaches
         the CGI whole.  The CGI reads it only after a second, so the spool
         is still there to be seen."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         h = self.httpd(small_server(2, "ReusePortBodyReadAhead 3000000\n"
                                        "ReusePortBodyReadAheadDir %s\n" % d),
                        cgi={"body.py": CGI_BODY})
@@ -348,7 +350,7 @@ class SlowBodies(HttpdTestCase):
         """With an open-files limit of 100, a child keeps at most 25 spool
         files; more slow uploads are read by workers, which says so once,
         and every upload is answered whole."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         h = self.httpd(small_server(8, "Timeout 30\nReusePortBodyReadAheadDir %s\n" % d),
                        cgi={"body.py": CGI_BODY}, nofile=100)
         with SlowClients(h.host, h.port, 30, "body", interval=0.2, body=100000,
@@ -367,7 +369,7 @@ class SlowBodies(HttpdTestCase):
     def test_spool_files_do_not_reach_cgi_children(self):
         """mod_cgi forks the CGI from the child while the request's own body
         is in the spool: the spool's descriptor is not inherited."""
-        d = self.spool_dir()
+        d = spool_dir(self)
         h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n" % d),
                        cgi={"fds.py": CGI_FDS}, cgi_by="cgi")
         data = request_bytes("POST", "/cgi-bin/fds.py", h.host, body=b"q" * 150000)
@@ -385,10 +387,10 @@ class SlowBodies(HttpdTestCase):
     def test_unwritable_spool_directory_is_logged_once_and_bodies_still_served(self):
         """Children that cannot create a spool say so once, and read such
         bodies in a worker as without read-ahead."""
-        d = tempfile.mkdtemp(prefix="mpmng-nospool-")     # 0700 root: not www-data's
-        self.addCleanup(shutil.rmtree, d, True)
         if os.geteuid() != 0:
             self.skipTest("needs root (children run as www-data)")
+        d = tempfile.mkdtemp(prefix="mpmng-nospool-")     # 0700 root: not www-data's
+        self.addCleanup(shutil.rmtree, d, True)
         h = self.httpd(small_server(2, "ReusePortBodyReadAheadDir %s\n" % d),
                        cgi={"body.py": CGI_BODY})
         for _ in range(3):
@@ -456,9 +458,7 @@ class SlowHandshakes(HttpdTestCase):
     def test_tls_bodies_spooled_byte_identical(self):
         """Over TLS, a 300 KB body arriving in pieces is read ahead into a
         spool as it is decrypted, and reaches the CGI byte-identical."""
-        d = tempfile.mkdtemp(prefix="mpmng-spool-")
-        os.chmod(d, 0o1777)
-        self.addCleanup(shutil.rmtree, d, True)
+        d = spool_dir(self)
         h = self._tls_server(2, "ReusePortBodyReadAheadDir %s\n" % d, cgi={"body.py": CGI_BODY})
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
