@@ -7,7 +7,25 @@
  * every pass of its main loop; children count what they accept.  Both go
  * to a small table in shared memory, one per generation, that whichever
  * child answers server-status reads.  A bucket whose queue grows while its
- * children accept nothing is thereby visible (and logged by the parent). */
+ * children accept nothing is thereby visible (and logged by the parent).
+ *
+ * Drops: connection attempts the kernel refused because a bucket's queue
+ * was full.  No per-socket counter gives exactly that: a listener's drop
+ * counter (SO_MEMINFO's SK_MEMINFO_DROPS) also counts, under
+ * TCP_DEFER_ACCEPT (httpd's default AcceptFilter http data), the bare
+ * handshake ACK of every connection, which the kernel discards while it
+ * waits for the request (TcpExt TCPDeferAcceptDrop: one per connection
+ * served), a refused ACK twice, and other discarded segments.  The
+ * network namespace's TcpExt ListenDrops counts exactly the refusals, of
+ * every listener in the namespace, each of which also raised its own
+ * listener's drop counter.  So at each sample the parent reads both, and
+ * hands the namespace's new refusals to the buckets whose drop counter
+ * rose by more than the discarded ACKs of the connections they queued
+ * explain (no more of those in all than the namespace discarded), the
+ * largest excess first, never more to a bucket than its excess.  Exact in
+ * total when the refusing listeners are ours; the split between buckets
+ * refusing in the same second is an estimate (docs/mod_mpm_reuseport.md,
+ * "Buckets in server-status"). */
 #include "rp.h"
 
 #include "apr_shm.h"
@@ -19,6 +37,11 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #ifdef __linux__
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <linux/sock_diag.h>    /* SK_MEMINFO_DROPS */
 #endif
 
@@ -30,12 +53,16 @@ typedef struct rp_bstat {
     apr_uint64_t accepted;      /* children: connections taken */
     apr_uint32_t queued;        /* parent: waiting in the kernel */
     apr_uint32_t queue_limit;   /* parent: the listen backlog */
-    apr_uint32_t drops;         /* parent: connections the kernel dropped
-                                   because the queue was full */
     apr_uint32_t stuck_since;   /* parent: seconds (apr time / 1e6) */
     apr_uint32_t stuck_logged;
     apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
-    apr_uint64_t sampled;       /* children: requests looked at (1 in 16) */
+    apr_uint64_t drops;         /* parent: connection attempts refused
+                                   because the queue was full */
+    apr_uint64_t drops_accepted;/* parent: accepted at the last drop count */
+    apr_uint32_t sk_drops;      /* parent: the sockets' drop counters then */
+    apr_uint32_t drops_queued;  /* parent: and the queue's length */
+    apr_uint32_t drops_known;   /* parent: 0 where drops cannot be told */
+    apr_uint64_t sampled;       /* children: worker turns looked at (1 in 16) */
     apr_uint64_t local;         /* ... run on the CPU that received them */
 } __attribute__((aligned(RP_CACHE_LINE))) rp_bstat;
 
@@ -52,6 +79,23 @@ static int served_slots;
 /* This process's slot once it is a child (rp_bstats_child_started), so
  * counting a request asks no one: -1 in the parent. */
 static int own_slot = -1;
+
+/* The parent's drop counting (count_drops), per table.  For one sample,
+ * per bucket: its sockets' drop counters' rise, the part of it that the
+ * connections it queued explain (noise: their discarded ACKs) and the rest
+ * (excess), and the refusals it is given. */
+typedef struct rp_dshare {
+    apr_uint32_t rise, noise, excess, share;
+} rp_dshare;
+static rp_dshare *dshare;
+static struct {
+    int first;              /* the next sample only sets the baselines */
+    int ns_valid;           /* the counters below were read then */
+    apr_uint64_t refused;   /* the namespace's TcpExt ListenDrops */
+    apr_uint64_t acks;      /* and TCPDeferAcceptDrop */
+    apr_uint64_t carry;     /* refusals no socket showed yet */
+    apr_uint32_t unknown_logged;
+} dc;
 
 void rp_bstats_setup(apr_pool_t *pconf)
 {
@@ -80,6 +124,10 @@ void rp_bstats_setup(apr_pool_t *pconf)
     table_rows = rp_lim.num_buckets;
     served = (rp_served *)((char *)table + rows);
     served_slots = rp_lim.server_limit;
+    dshare = apr_pcalloc(pconf, table_rows * sizeof(*dshare));
+    dc.first = 1;
+    dc.ns_valid = 0;
+    dc.carry = 0;
     rp_bstats_sample();
 }
 
@@ -138,28 +186,266 @@ void rp_bstats_queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
 #endif
 }
 
-/* Connections the kernel dropped on the bucket's sockets, e.g. when its
- * accept queue was full (a listener's drop counter, SO_MEMINFO). */
-static apr_uint32_t drops_of(int bucket)
+/* The sum of the drop counters of the bucket's sockets (SO_MEMINFO), and
+ * whether one of them defers accepting until data (TCP_DEFER_ACCEPT, the
+ * AcceptFilter); 0 where the counters cannot be read. */
+static int drops_of(int bucket, apr_uint32_t *sum, int *defer)
 {
-    apr_uint32_t total = 0;
+    *sum = 0;
+    *defer = 0;
 #if defined(SO_MEMINFO) && defined(__linux__)
     ap_listen_rec *lr;
 
     for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
         apr_uint32_t mi[SK_MEMINFO_VARS];
         socklen_t len = sizeof(mi);
-        int fd;
+        int fd, secs = 0;
+        socklen_t slen = sizeof(secs);
         apr_os_sock_get(&fd, lr->sd);
-        if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0
-            && len > SK_MEMINFO_DROPS * sizeof(mi[0])) {
-            total += mi[SK_MEMINFO_DROPS];
+        if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) != 0
+            || len <= SK_MEMINFO_DROPS * sizeof(mi[0])) {
+            return 0;
+        }
+        *sum += mi[SK_MEMINFO_DROPS];
+        if (getsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, &slen) == 0
+            && secs > 0) {
+            *defer = 1;
         }
     }
+    return 1;
 #else
     (void)bucket;
+    return 0;
 #endif
-    return total;
+}
+
+#ifdef __linux__
+/* The value of `name` in the "prefix names..." / "prefix values..." line
+ * pair of a /proc/net/netstat text; 0 if it is not there. */
+static int netstat_field(const char *text, const char *prefix,
+                         const char *name, apr_uint64_t *val)
+{
+    size_t plen = strlen(prefix), nlen = strlen(name);
+    const char *line = text;
+
+    while (line && *line) {
+        const char *next = strchr(line, '\n');
+        if (next && !strncmp(line, prefix, plen)
+            && !strncmp(next + 1, prefix, plen)) {
+            const char *n = line + plen, *v = next + 1 + plen;
+            for (;;) {
+                size_t nl, vl;
+                n += strspn(n, " ");
+                v += strspn(v, " ");
+                nl = strcspn(n, " \n");
+                vl = strcspn(v, " \n");
+                if (!nl || !vl) {
+                    return 0;
+                }
+                if (nl == nlen && !strncmp(n, name, nlen)) {
+                    *val = strtoull(v, NULL, 10);
+                    return 1;
+                }
+                n += nl;
+                v += vl;
+            }
+        }
+        line = next ? next + 1 : NULL;
+    }
+    return 0;
+}
+#endif
+
+/* Counters of the parent's network namespace (what `nstat` shows):
+ * TcpExt ListenDrops, connection attempts refused by one of its listeners
+ * (an accept queue full: ListenOverflows; a SYN queue full without
+ * syncookies; no memory for a new socket), and TCPDeferAcceptDrop, bare
+ * handshake ACKs discarded under TCP_DEFER_ACCEPT.  0 where they cannot be
+ * read. */
+static int namespace_drops(apr_uint64_t *refused, apr_uint64_t *acks)
+{
+#ifdef __linux__
+    static char buf[32768];     /* TcpExt comes first, ~3 KB */
+    size_t len = 0;
+    int fd = open("/proc/self/net/netstat", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        return 0;
+    }
+    while (len < sizeof(buf) - 1) {
+        ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        len += n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return netstat_field(buf, "TcpExt:", "ListenDrops", refused)
+           && netstat_field(buf, "TcpExt:", "TCPDeferAcceptDrop", acks);
+#else
+    (void)refused;
+    (void)acks;
+    return 0;
+#endif
+}
+
+/* Hand out up to n refusals to the buckets, to each at most its excess,
+ * the one with the most left first (a bucket whose queue is full refuses
+ * everything and queues nothing).  Returns what is left. */
+static apr_uint64_t hand_out(apr_uint64_t n)
+{
+    while (n > 0) {
+        apr_uint32_t best_room = 0;
+        int b, best = -1;
+
+        for (b = 0; b < table_rows; b++) {
+            apr_uint32_t room = dshare[b].excess - dshare[b].share;
+            if (room > best_room) {
+                best_room = room;
+                best = b;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        if (best_room > n) {
+            best_room = (apr_uint32_t)n;
+        }
+        dshare[best].share += best_room;
+        n -= best_room;
+    }
+    return n;
+}
+
+/* Read every bucket's drop counters; 0 if one could not be read.  *defer:
+ * some bucket defers accepting.  Each bucket's noise: under
+ * TCP_DEFER_ACCEPT every connection entering its accept queue had its bare
+ * handshake ACK discarded, and those entered are the ones accepted since
+ * plus the queue's growth. */
+static int read_socket_drops(int *defer)
+{
+    int b, ok = 1;
+
+    *defer = 0;
+    for (b = 0; b < table_rows; b++) {
+        rp_bstat *st = &table[b];
+        apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
+        apr_uint64_t entered = acc - st->drops_accepted + st->queued;
+        apr_uint32_t sk, rise;
+        int bd;
+
+        ok &= drops_of(b, &sk, &bd);
+        *defer |= bd;
+        rise = sk - st->sk_drops;       /* wraps as the counter does */
+        /* A connection accepted before its child counted it has left
+         * the queue uncounted for a moment: never below nothing. */
+        entered = entered > st->drops_queued ? entered - st->drops_queued : 0;
+        if (!bd) {
+            entered = 0;
+        }
+        st->sk_drops = sk;
+        st->drops_accepted = acc;
+        st->drops_queued = st->queued;
+        dshare[b].rise = rise;
+        dshare[b].noise = entered < rise ? (apr_uint32_t)entered : rise;
+        dshare[b].share = 0;
+    }
+    return ok;
+}
+
+/* No more noise in all than ACKs the namespace discarded (connections
+ * queued with syncookies, or queued again after a refusal, discarded none
+ * this time): scaled down to that, what is left of the buckets' rises
+ * holds every refusal of ours. */
+static void fit_noise(apr_uint64_t acks)
+{
+    apr_uint64_t total = 0;
+    int b;
+
+    for (b = 0; b < table_rows; b++) {
+        total += dshare[b].noise;
+    }
+    for (b = 0; b < table_rows; b++) {
+        if (total > acks) {
+            dshare[b].noise = (apr_uint32_t)(dshare[b].noise * acks / total);
+        }
+        dshare[b].excess = dshare[b].rise - dshare[b].noise;
+    }
+}
+
+/* Drops since the last sample, shared among the buckets (dshare[].share);
+ * 0 when they cannot be told. */
+static int share_drops(void)
+{
+    apr_uint64_t refused = 0, acks = 0, n;
+    int defer, ok, ns_ok;
+
+    /* The sockets first, the namespace after: a refusal between the two
+     * reads (the kernel counts it on the socket first) is in the
+     * namespace's rise but on no socket yet, and is carried to the next
+     * sample. */
+    ok = read_socket_drops(&defer);
+    ns_ok = ok && namespace_drops(&refused, &acks);
+    if (dc.first || (ns_ok && !dc.ns_valid)) {
+        dc.first = 0;
+        dc.ns_valid = ns_ok;
+        dc.refused = refused;
+        dc.acks = acks;
+        dc.carry = 0;
+        return ok && (ns_ok || !defer);
+    }
+    dc.ns_valid = ns_ok;
+    if (ns_ok) {
+        n = refused >= dc.refused ? refused - dc.refused : 0;
+        fit_noise(acks >= dc.acks ? acks - dc.acks : 0);
+        dc.refused = refused;
+        dc.acks = acks;
+        /* What no bucket's excess holds was another server's (the
+         * namespace's other listeners) or is on its way to a socket: kept
+         * for one sample. */
+        dc.carry = hand_out(n + dc.carry);
+        if (dc.carry > n) {
+            dc.carry = n;
+        }
+        return 1;
+    }
+    if (ok && !defer) {
+        /* No discarded ACKs: the sockets' own counters are the drops. */
+        int b;
+        for (b = 0; b < table_rows; b++) {
+            dshare[b].share = dshare[b].rise;
+        }
+        return 1;
+    }
+    if (ok) {
+        mpmng_log_once(&dc.unknown_logged, APLOG_MARK, APLOG_WARNING, 0,
+                       ap_server_conf, RP_LOG_TAG "cannot read TcpExt "
+                       "ListenDrops from /proc/self/net/netstat: with "
+                       "AcceptFilter data (TCP_DEFER_ACCEPT) the listeners' "
+                       "own drop counters count every connection, so "
+                       "server-status shows no drops");
+    }
+    return 0;
+}
+
+/* Add the drops since the last sample to each bucket's count. */
+static void count_drops(void)
+{
+    int b, known = share_drops();
+
+    for (b = 0; b < table_rows; b++) {
+        rp_bstat *st = &table[b];
+        if (known) {
+            __atomic_store_n(&st->drops, st->drops + dshare[b].share,
+                             __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&st->drops_known, (apr_uint32_t)known,
+                         __ATOMIC_RELAXED);
+    }
 }
 
 int rp_bstats_progress(int bucket, apr_uint32_t *queued,
@@ -210,8 +496,10 @@ void rp_bstats_sample(void)
         rp_bstats_queue_of(b, &q, &lim);
         __atomic_store_n(&st->queued, q, __ATOMIC_RELAXED);
         __atomic_store_n(&st->queue_limit, lim, __ATOMIC_RELAXED);
-        __atomic_store_n(&st->drops, drops_of(b), __ATOMIC_RELAXED);
         watch_stuck(b, st, __atomic_load_n(&st->accepted, __ATOMIC_RELAXED));
+    }
+    if (table) {
+        count_drops();
     }
 }
 
@@ -279,39 +567,47 @@ int rp_bstats_status(request_rec *r, int flags)
         ap_rputs("<hr /><h2>mpm_reuseport buckets</h2>\n<table border=\"0\">"
                  "<tr><th>bucket</th><th>listeners</th><th>children "
                  "(accepting)</th><th>accepted</th><th>waiting in the "
-                 "kernel / limit</th><th>dropped</th><th>served on the "
-                 "receiving CPU</th>"
-                 "</tr>\n", r);
+                 "kernel / limit</th><th>refused (queue full)</th><th>served "
+                 "on the receiving CPU</th></tr>\n", r);
     }
     for (b = 0; b < table_rows; b++) {
         rp_bstat *st = &table[b];
         apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
         apr_uint32_t q = __atomic_load_n(&st->queued, __ATOMIC_RELAXED);
         apr_uint32_t lim = __atomic_load_n(&st->queue_limit, __ATOMIC_RELAXED);
-        apr_uint32_t drops = __atomic_load_n(&st->drops, __ATOMIC_RELAXED);
+        apr_uint64_t drops = __atomic_load_n(&st->drops, __ATOMIC_RELAXED);
+        int known = __atomic_load_n(&st->drops_known, __ATOMIC_RELAXED);
         apr_uint64_t n = __atomic_load_n(&st->sampled, __ATOMIC_RELAXED);
         apr_uint64_t loc = __atomic_load_n(&st->local, __ATOMIC_RELAXED);
+        const char *dropped = known ? apr_psprintf(r->pool, "%"
+                                                   APR_UINT64_T_FMT, drops)
+                                    : NULL;
         int running, accepting;
 
         count_children(b, &running, &accepting);
         if (flags & AP_STATUS_SHORT) {
+            /* Monitoring clients read a number per key: where drops cannot
+             * be told, no Drops key rather than a 0 that would lie. */
             ap_rprintf(r, "ReusePortBucket%dChildren: %d\n"
                        "ReusePortBucket%dAccepting: %d\n"
                        "ReusePortBucket%dAccepted: %" APR_UINT64_T_FMT "\n"
                        "ReusePortBucket%dQueued: %u\n"
-                       "ReusePortBucket%dQueueLimit: %u\n"
-                       "ReusePortBucket%dDrops: %u\n"
-                       "ReusePortBucket%dSampled: %" APR_UINT64_T_FMT "\n"
+                       "ReusePortBucket%dQueueLimit: %u\n",
+                       b, running, b, accepting, b, acc, b, q, b, lim);
+            if (dropped) {
+                ap_rprintf(r, "ReusePortBucket%dDrops: %s\n", b, dropped);
+            }
+            ap_rprintf(r, "ReusePortBucket%dSampled: %" APR_UINT64_T_FMT "\n"
                        "ReusePortBucket%dLocal: %" APR_UINT64_T_FMT "\n",
-                       b, running, b, accepting, b, acc, b, q, b, lim,
-                       b, drops, b, n, b, loc);
+                       b, n, b, loc);
         }
         else {
             ap_rprintf(r, "<tr><td>%d</td><td>%s</td><td>%d (%d)</td><td>%"
-                       APR_UINT64_T_FMT "</td><td>%u / %u</td><td>%u</td>"
+                       APR_UINT64_T_FMT "</td><td>%u / %u</td><td>%s</td>"
                        "<td>%s</td></tr>\n", b,
                        ap_escape_html(r->pool, bucket_addresses(r, b)),
-                       running, accepting, acc, q, lim, drops,
+                       running, accepting, acc, q, lim,
+                       dropped ? dropped : "-",
                        n ? apr_psprintf(r->pool, "%d%%", (int)(loc * 100 / n))
                          : "-");
         }
@@ -320,7 +616,10 @@ int rp_bstats_status(request_rec *r, int flags)
     if (!(flags & AP_STATUS_SHORT)) {
         ap_rputs("</table>\n<p>Waiting: connections the kernel completed "
                  "that no child has accepted yet (sampled by the parent "
-                 "about once a second). Served on the receiving CPU: share "
+                 "about once a second). Refused: connection attempts the "
+                 "kernel turned away because the bucket's queue was full "
+                 "(a client may retry and get in). Served on the receiving "
+                 "CPU: share "
                  "of requests (one in 16 looked at) that ran on the CPU "
                  "that processed their packets.</p>\n", r);
     }
