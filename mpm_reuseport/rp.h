@@ -13,7 +13,9 @@
  *                        starts it): the glue of rp_relief_rule
  *   rp_relief_rule.c/.h  when a bucket is stuck (pure)
  *   rp_bstats.c          per-bucket numbers: server-status, progress (a leaf:
- *                        it calls no other file of ours)
+ *                        it calls no other file of ours but its rule)
+ *   rp_drop_rule.c/.h    each bucket's share of the refused connections
+ *                        (pure): the rule of rp_bstats
  *   rp_child.c           a child: set-up order, its threads (workers, the
  *                        loop thread's turns), signals, stopping
  *   rp_loop.c/.h         the event loop: pollers, slots, parking, timer
@@ -178,7 +180,8 @@ apr_interval_time_t rp_relief_interval(void);
 /* rp_bstats.c: per-bucket numbers for server-status.  Callers: rp_parent.c
  * (setup, sample), rp_accept.c (accepted), mod_mpm_reuseport.c (status,
  * request_done hooks), rp_balance.c (queue_of), rp_relief.c (progress),
- * rp_child.c (child_started), rp_affinity.c (locality).  A leaf. */
+ * rp_child.c (child_started), rp_affinity.c (locality).  A leaf but for
+ * rp_drop_rule.c (the drops' arithmetic). */
 void rp_bstats_setup(apr_pool_t *pconf);
 void rp_bstats_accepted(int bucket);
 void rp_bstats_sample(void);

@@ -10,23 +10,12 @@
  * children accept nothing is thereby visible (and logged by the parent).
  *
  * Drops: connection attempts the kernel refused because a bucket's queue
- * was full.  No per-socket counter gives exactly that: a listener's drop
- * counter (SO_MEMINFO's SK_MEMINFO_DROPS) also counts, under
- * TCP_DEFER_ACCEPT (httpd's default AcceptFilter http data), the bare
- * handshake ACK of every connection, which the kernel discards while it
- * waits for the request (TcpExt TCPDeferAcceptDrop: one per connection
- * served), a refused ACK twice, and other discarded segments.  The
- * network namespace's TcpExt ListenDrops counts exactly the refusals, of
- * every listener in the namespace, each of which also raised its own
- * listener's drop counter.  So at each sample the parent reads both, and
- * hands the namespace's new refusals to the buckets whose drop counter
- * rose by more than the discarded ACKs of the connections they queued
- * explain (no more of those in all than the namespace discarded), the
- * largest excess first, never more to a bucket than its excess.  Exact in
- * total when the refusing listeners are ours; the split between buckets
- * refusing in the same second is an estimate (docs/mod_mpm_reuseport.md,
- * "Buckets in server-status"). */
+ * was full.  At each sample the parent reads the counters that tell them
+ * (each bucket's sockets' drop counters, and the network namespace's
+ * TcpExt ListenDrops and TCPDeferAcceptDrop) and rp_drop_rule.c works out
+ * each bucket's share (why those counters: rp_drop_rule.h). */
 #include "rp.h"
+#include "rp_drop_rule.h"
 
 #include "apr_shm.h"
 #include "apr_strings.h"
@@ -39,8 +28,6 @@
 #ifdef __linux__
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 #include <linux/sock_diag.h>    /* SK_MEMINFO_DROPS */
 #endif
@@ -58,9 +45,6 @@ typedef struct rp_bstat {
     apr_uint64_t seen_accepted; /* parent: accepted at the last sample */
     apr_uint64_t drops;         /* parent: connection attempts refused
                                    because the queue was full */
-    apr_uint64_t drops_accepted;/* parent: accepted at the last drop count */
-    apr_uint32_t sk_drops;      /* parent: the sockets' drop counters then */
-    apr_uint32_t drops_queued;  /* parent: and the queue's length */
     apr_uint32_t drops_known;   /* parent: 0 where drops cannot be told */
     apr_uint64_t sampled;       /* children: worker turns looked at (1 in 16) */
     apr_uint64_t local;         /* ... run on the CPU that received them */
@@ -80,22 +64,11 @@ static int served_slots;
  * counting a request asks no one: -1 in the parent. */
 static int own_slot = -1;
 
-/* The parent's drop counting (count_drops), per table.  For one sample,
- * per bucket: its sockets' drop counters' rise, the part of it that the
- * connections it queued explain (noise: their discarded ACKs) and the rest
- * (excess), and the refusals it is given. */
-typedef struct rp_dshare {
-    apr_uint32_t rise, noise, excess, share;
-} rp_dshare;
-static rp_dshare *dshare;
-static struct {
-    int first;              /* the next sample only sets the baselines */
-    int ns_valid;           /* the counters below were read then */
-    apr_uint64_t refused;   /* the namespace's TcpExt ListenDrops */
-    apr_uint64_t acks;      /* and TCPDeferAcceptDrop */
-    apr_uint64_t carry;     /* refusals no socket showed yet */
-    apr_uint32_t unknown_logged;
-} dc;
+/* The parent's drop counting (count_drops), per table: the rule's state
+ * (rp_drop_rule.h), one rp_drop_bucket per row. */
+static rp_drop_bucket *dbucket;
+static rp_drop_state dstate;
+static apr_uint32_t drops_unknown_logged;
 
 void rp_bstats_setup(apr_pool_t *pconf)
 {
@@ -124,10 +97,8 @@ void rp_bstats_setup(apr_pool_t *pconf)
     table_rows = rp_lim.num_buckets;
     served = (rp_served *)((char *)table + rows);
     served_slots = rp_lim.server_limit;
-    dshare = apr_pcalloc(pconf, table_rows * sizeof(*dshare));
-    dc.first = 1;
-    dc.ns_valid = 0;
-    dc.carry = 0;
+    dbucket = apr_palloc(pconf, table_rows * sizeof(*dbucket));
+    rp_drop_rule_start(&dstate, dbucket, table_rows);
     rp_bstats_sample();
 }
 
@@ -219,50 +190,13 @@ static int drops_of(int bucket, apr_uint32_t *sum, int *defer)
 #endif
 }
 
-#ifdef __linux__
-/* The value of `name` in the "prefix names..." / "prefix values..." line
- * pair of a /proc/net/netstat text; 0 if it is not there. */
-static int netstat_field(const char *text, const char *prefix,
-                         const char *name, apr_uint64_t *val)
-{
-    size_t plen = strlen(prefix), nlen = strlen(name);
-    const char *line = text;
-
-    while (line && *line) {
-        const char *next = strchr(line, '\n');
-        if (next && !strncmp(line, prefix, plen)
-            && !strncmp(next + 1, prefix, plen)) {
-            const char *n = line + plen, *v = next + 1 + plen;
-            for (;;) {
-                size_t nl, vl;
-                n += strspn(n, " ");
-                v += strspn(v, " ");
-                nl = strcspn(n, " \n");
-                vl = strcspn(v, " \n");
-                if (!nl || !vl) {
-                    return 0;
-                }
-                if (nl == nlen && !strncmp(n, name, nlen)) {
-                    *val = strtoull(v, NULL, 10);
-                    return 1;
-                }
-                n += nl;
-                v += vl;
-            }
-        }
-        line = next ? next + 1 : NULL;
-    }
-    return 0;
-}
-#endif
-
 /* Counters of the parent's network namespace (what `nstat` shows):
  * TcpExt ListenDrops, connection attempts refused by one of its listeners
  * (an accept queue full: ListenOverflows; a SYN queue full without
  * syncookies; no memory for a new socket), and TCPDeferAcceptDrop, bare
  * handshake ACKs discarded under TCP_DEFER_ACCEPT.  0 where they cannot be
  * read. */
-static int namespace_drops(apr_uint64_t *refused, apr_uint64_t *acks)
+static int namespace_drops(uint64_t *refused, uint64_t *acks)
 {
 #ifdef __linux__
     static char buf[32768];     /* TcpExt comes first, ~3 KB */
@@ -284,8 +218,9 @@ static int namespace_drops(apr_uint64_t *refused, apr_uint64_t *acks)
     }
     close(fd);
     buf[len] = '\0';
-    return netstat_field(buf, "TcpExt:", "ListenDrops", refused)
-           && netstat_field(buf, "TcpExt:", "TCPDeferAcceptDrop", acks);
+    return rp_drop_rule_netstat_field(buf, "TcpExt:", "ListenDrops", refused)
+           && rp_drop_rule_netstat_field(buf, "TcpExt:", "TCPDeferAcceptDrop",
+                                         acks);
 #else
     (void)refused;
     (void)acks;
@@ -293,143 +228,49 @@ static int namespace_drops(apr_uint64_t *refused, apr_uint64_t *acks)
 #endif
 }
 
-/* Hand out up to n refusals to the buckets, to each at most its excess,
- * the one with the most left first (a bucket whose queue is full refuses
- * everything and queues nothing).  Returns what is left. */
-static apr_uint64_t hand_out(apr_uint64_t n)
-{
-    while (n > 0) {
-        apr_uint32_t best_room = 0;
-        int b, best = -1;
-
-        for (b = 0; b < table_rows; b++) {
-            apr_uint32_t room = dshare[b].excess - dshare[b].share;
-            if (room > best_room) {
-                best_room = room;
-                best = b;
-            }
-        }
-        if (best < 0) {
-            break;
-        }
-        if (best_room > n) {
-            best_room = (apr_uint32_t)n;
-        }
-        dshare[best].share += best_room;
-        n -= best_room;
-    }
-    return n;
-}
-
-/* Read every bucket's drop counters; 0 if one could not be read.  *defer:
- * some bucket defers accepting.  Each bucket's noise: under
- * TCP_DEFER_ACCEPT every connection entering its accept queue had its bare
- * handshake ACK discarded, and those entered are the ones accepted since
- * plus the queue's growth. */
-static int read_socket_drops(int *defer)
+/* Read every bucket's drop counters into the rule (rp_drop_rule_bucket);
+ * 0 if one could not be read. */
+static int read_socket_drops(void)
 {
     int b, ok = 1;
 
-    *defer = 0;
     for (b = 0; b < table_rows; b++) {
-        rp_bstat *st = &table[b];
-        apr_uint64_t acc = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
-        apr_uint64_t entered = acc - st->drops_accepted + st->queued;
-        apr_uint32_t sk, rise;
-        int bd;
+        apr_uint64_t acc = __atomic_load_n(&table[b].accepted,
+                                           __ATOMIC_RELAXED);
+        apr_uint32_t sk;
+        int defer;
 
-        ok &= drops_of(b, &sk, &bd);
-        *defer |= bd;
-        rise = sk - st->sk_drops;       /* wraps as the counter does */
-        /* A connection accepted before its child counted it has left
-         * the queue uncounted for a moment: never below nothing. */
-        entered = entered > st->drops_queued ? entered - st->drops_queued : 0;
-        if (!bd) {
-            entered = 0;
-        }
-        st->sk_drops = sk;
-        st->drops_accepted = acc;
-        st->drops_queued = st->queued;
-        dshare[b].rise = rise;
-        dshare[b].noise = entered < rise ? (apr_uint32_t)entered : rise;
-        dshare[b].share = 0;
+        ok &= drops_of(b, &sk, &defer);
+        rp_drop_rule_bucket(&dbucket[b], sk, acc, table[b].queued, defer);
     }
     return ok;
 }
 
-/* No more noise in all than ACKs the namespace discarded (connections
- * queued with syncookies, or queued again after a refusal, discarded none
- * this time): scaled down to that, what is left of the buckets' rises
- * holds every refusal of ours. */
-static void fit_noise(apr_uint64_t acks)
-{
-    apr_uint64_t total = 0;
-    int b;
-
-    for (b = 0; b < table_rows; b++) {
-        total += dshare[b].noise;
-    }
-    for (b = 0; b < table_rows; b++) {
-        if (total > acks) {
-            dshare[b].noise = (apr_uint32_t)(dshare[b].noise * acks / total);
-        }
-        dshare[b].excess = dshare[b].rise - dshare[b].noise;
-    }
-}
-
-/* Drops since the last sample, shared among the buckets (dshare[].share);
- * 0 when they cannot be told. */
+/* Drops since the last sample, shared among the buckets
+ * (dbucket[].share); 0 when they cannot be told. */
 static int share_drops(void)
 {
-    apr_uint64_t refused = 0, acks = 0, n;
-    int defer, ok, ns_ok;
+    uint64_t refused = 0, acks = 0;
+    int ok, ns_ok, known;
 
     /* The sockets first, the namespace after: a refusal between the two
      * reads (the kernel counts it on the socket first) is in the
      * namespace's rise but on no socket yet, and is carried to the next
      * sample. */
-    ok = read_socket_drops(&defer);
+    ok = read_socket_drops();
     ns_ok = ok && namespace_drops(&refused, &acks);
-    if (dc.first || (ns_ok && !dc.ns_valid)) {
-        dc.first = 0;
-        dc.ns_valid = ns_ok;
-        dc.refused = refused;
-        dc.acks = acks;
-        dc.carry = 0;
-        return ok && (ns_ok || !defer);
-    }
-    dc.ns_valid = ns_ok;
-    if (ns_ok) {
-        n = refused >= dc.refused ? refused - dc.refused : 0;
-        fit_noise(acks >= dc.acks ? acks - dc.acks : 0);
-        dc.refused = refused;
-        dc.acks = acks;
-        /* What no bucket's excess holds was another server's (the
-         * namespace's other listeners) or is on its way to a socket: kept
-         * for one sample. */
-        dc.carry = hand_out(n + dc.carry);
-        if (dc.carry > n) {
-            dc.carry = n;
-        }
-        return 1;
-    }
-    if (ok && !defer) {
-        /* No discarded ACKs: the sockets' own counters are the drops. */
-        int b;
-        for (b = 0; b < table_rows; b++) {
-            dshare[b].share = dshare[b].rise;
-        }
-        return 1;
-    }
-    if (ok) {
-        mpmng_log_once(&dc.unknown_logged, APLOG_MARK, APLOG_WARNING, 0,
+    known = rp_drop_rule_share(&dstate, dbucket, table_rows, ok, ns_ok,
+                               refused, acks);
+    if (known == RP_DROP_NO_NAMESPACE) {
+        mpmng_log_once(&drops_unknown_logged, APLOG_MARK, APLOG_WARNING, 0,
                        ap_server_conf, RP_LOG_TAG "cannot read TcpExt "
                        "ListenDrops from /proc/self/net/netstat: with "
                        "AcceptFilter data (TCP_DEFER_ACCEPT) the listeners' "
                        "own drop counters count every connection, so "
                        "server-status shows no drops");
+        return 0;
     }
-    return 0;
+    return known;
 }
 
 /* Add the drops since the last sample to each bucket's count. */
@@ -440,7 +281,7 @@ static void count_drops(void)
     for (b = 0; b < table_rows; b++) {
         rp_bstat *st = &table[b];
         if (known) {
-            __atomic_store_n(&st->drops, st->drops + dshare[b].share,
+            __atomic_store_n(&st->drops, st->drops + dbucket[b].share,
                              __ATOMIC_RELAXED);
         }
         __atomic_store_n(&st->drops_known, (apr_uint32_t)known,

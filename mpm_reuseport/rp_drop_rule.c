@@ -1,0 +1,161 @@
+/* Each bucket's share of the refusals the kernel counted, and the
+ * /proc/net/netstat parser (see rp_drop_rule.h). */
+#include "rp_drop_rule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rp_drop_rule_start(rp_drop_state *s, rp_drop_bucket *b, int n)
+{
+    memset(s, 0, sizeof(*s));
+    memset(b, 0, n * sizeof(*b));
+    s->first = 1;
+}
+
+/* Each bucket's noise: under TCP_DEFER_ACCEPT every connection entering
+ * its accept queue had its bare handshake ACK discarded, and those entered
+ * are the ones accepted since plus the queue's growth. */
+void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
+                         uint64_t accepted, uint32_t queued, int defer)
+{
+    uint64_t entered = accepted - b->accepted + queued;
+    uint32_t rise = sk_drops - b->sk_drops;     /* wraps as the counter does */
+
+    /* A connection accepted before its child counted it has left the
+     * queue uncounted for a moment: never below nothing. */
+    entered = entered > b->queued ? entered - b->queued : 0;
+    if (!defer) {
+        entered = 0;
+    }
+    b->sk_drops = sk_drops;
+    b->accepted = accepted;
+    b->queued = queued;
+    b->defer = defer;
+    b->rise = rise;
+    b->noise = entered < rise ? (uint32_t)entered : rise;
+    b->share = 0;
+}
+
+/* No more noise in all than ACKs the namespace discarded (connections
+ * queued with syncookies, or queued again after a refusal, discarded none
+ * this time): scaled down to that, what is left of the buckets' rises
+ * holds every refusal of ours. */
+static void fit_noise(rp_drop_bucket *b, int n, uint64_t acks)
+{
+    uint64_t total = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        total += b[i].noise;
+    }
+    for (i = 0; i < n; i++) {
+        if (total > acks) {
+            b[i].noise = (uint32_t)(b[i].noise * acks / total);
+        }
+        b[i].excess = b[i].rise - b[i].noise;
+    }
+}
+
+/* Hand out up to `refusals` to the buckets, to each at most its excess,
+ * the one with the most left first (a bucket whose queue is full refuses
+ * everything and queues nothing).  Returns what is left. */
+static uint64_t hand_out(rp_drop_bucket *b, int n, uint64_t refusals)
+{
+    while (refusals > 0) {
+        uint32_t best_room = 0;
+        int i, best = -1;
+
+        for (i = 0; i < n; i++) {
+            uint32_t room = b[i].excess - b[i].share;
+            if (room > best_room) {
+                best_room = room;
+                best = i;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        if (best_room > refusals) {
+            best_room = (uint32_t)refusals;
+        }
+        b[best].share += best_room;
+        refusals -= best_room;
+    }
+    return refusals;
+}
+
+int rp_drop_rule_share(rp_drop_state *s, rp_drop_bucket *b, int n,
+                       int sockets_ok, int ns_ok, uint64_t refused,
+                       uint64_t acks)
+{
+    uint64_t new_refused;
+    int i, defer = 0;
+
+    for (i = 0; i < n; i++) {
+        defer |= b[i].defer;
+    }
+    if (s->first || (ns_ok && !s->ns_valid)) {
+        s->first = 0;
+        s->ns_valid = ns_ok;
+        s->refused = refused;
+        s->acks = acks;
+        s->carry = 0;
+        return sockets_ok && (ns_ok || !defer);
+    }
+    s->ns_valid = ns_ok;
+    if (ns_ok) {
+        new_refused = refused >= s->refused ? refused - s->refused : 0;
+        fit_noise(b, n, acks >= s->acks ? acks - s->acks : 0);
+        s->refused = refused;
+        s->acks = acks;
+        /* What no bucket's excess holds was another server's (the
+         * namespace's other listeners) or is on its way to a socket: kept
+         * for one sample. */
+        s->carry = hand_out(b, n, new_refused + s->carry);
+        if (s->carry > new_refused) {
+            s->carry = new_refused;
+        }
+        return RP_DROP_KNOWN;
+    }
+    if (sockets_ok && !defer) {
+        /* No discarded ACKs: the sockets' own counters are the drops. */
+        for (i = 0; i < n; i++) {
+            b[i].share = b[i].rise;
+        }
+        return RP_DROP_KNOWN;
+    }
+    return sockets_ok ? RP_DROP_NO_NAMESPACE : RP_DROP_UNKNOWN;
+}
+
+int rp_drop_rule_netstat_field(const char *text, const char *prefix,
+                               const char *name, uint64_t *val)
+{
+    size_t plen = strlen(prefix), nlen = strlen(name);
+    const char *line = text;
+
+    while (line && *line) {
+        const char *next = strchr(line, '\n');
+        if (next && !strncmp(line, prefix, plen)
+            && !strncmp(next + 1, prefix, plen)) {
+            const char *n = line + plen, *v = next + 1 + plen;
+            for (;;) {
+                size_t nl, vl;
+                n += strspn(n, " ");
+                v += strspn(v, " ");
+                nl = strcspn(n, " \n");
+                vl = strcspn(v, " \n");
+                if (!nl || !vl) {
+                    return 0;
+                }
+                if (nl == nlen && !strncmp(n, name, nlen)) {
+                    *val = strtoull(v, NULL, 10);
+                    return 1;
+                }
+                n += nl;
+                v += vl;
+            }
+        }
+        line = next ? next + 1 : NULL;
+    }
+    return 0;
+}
