@@ -77,6 +77,7 @@ $(OBJ)/test/check_balance_rule: test/unit/check_balance_rule.c \
     $(OBJ)/mpm_reuseport/rp_balance_rule.o
 $(OBJ)/test/check_relief_rule: test/unit/check_relief_rule.c \
     $(OBJ)/mpm_reuseport/rp_relief_rule.o
+$(OBJ)/test/check_drop_rule: test/unit/check_drop_rule.c $(OBJ)/mpm_reuseport/rp_drop_rule.o
 $(OBJ)/test/check_cpumap: test/unit/check_cpumap.c $(OBJ)/mpm_reuseport/rp_cpumap.o
 $(OBJ)/test/check_fhcache: test/unit/check_fhcache.c \
     $(OBJ)/mod_fhcache/fhc_cache.o $(OBJ)/mod_fhcache/fhc_watchset.o
