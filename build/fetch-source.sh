@@ -21,11 +21,32 @@ ensure_deb_src() {
 }
 
 mkdir -p "$dir"
+# apt may name a security update's pool for a file of an older version, or
+# lack the newest update's .dsc (404) while the upstream tarball is there:
+# only the tarball is used, so it is taken from whichever pool has it (the
+# archive's main pool for a security path that is missing) and its sha256
+# decides.
+fetch_tarball_directly() {
+    local uri
+    uri=$(cd "$dir" && apt-get source --print-uris "$pkg" 2>>"$log" \
+          | awk -v t="$tarball" '$2 == t {gsub("\047", "", $1); print $1}')
+    [ -n "$uri" ] || return 1
+    echo "fetch-source: $pkg: fetching $tarball by its URI" >>"$log"
+    curl -fsSL -o "$dir/$tarball.part" "$uri" >>"$log" 2>&1 \
+        || curl -fsSL -o "$dir/$tarball.part" \
+               "$(sed 's#/debian-security/pool/updates/#/debian/pool/#' <<<"$uri")" >>"$log" 2>&1 \
+        || { rm -f "$dir/$tarball.part"; return 1; }
+    mv "$dir/$tarball.part" "$dir/$tarball"
+}
+
 if [ ! -f "$dir/$tarball" ]; then
     ensure_deb_src
     echo "fetch-source: fetching source package $pkg into $dir"
-    (cd "$dir" && apt-get source --download-only "$pkg" >>"$log" 2>&1) \
-        || { [ "$log" = /dev/null ] || tail -n 20 "$log" >&2; die "apt-get source --download-only $pkg failed"; }
+    if ! (cd "$dir" && apt-get source --download-only "$pkg" >>"$log" 2>&1) \
+        && [ ! -f "$dir/$tarball" ] && ! fetch_tarball_directly; then
+        [ "$log" = /dev/null ] || tail -n 20 "$log" >&2
+        die "apt-get source --download-only $pkg failed"
+    fi
     [ -f "$dir/$tarball" ] || die "$pkg: $tarball not found after download"
 fi
 echo "$sum  $dir/$tarball" | sha256sum -c --quiet - >/dev/null 2>&1 \

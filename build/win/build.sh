@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # Cross-build Apache httpd 2.4.68 for Windows x64 (mingw-w64 + CMake) on Debian 12.
 #
-#   build/win/build.sh [stock|ng|fhcache|all]     (default: all)
+#   build/win/build.sh [libs|stock|ng|fhcache|all]     (default: all)
 #
-# Builds APR, expat, PCRE2 and APR-util once, then httpd twice from the same deps:
-#   stock:   the stock WinNT MPM (server/mpm/winnt/*.c, builtin module mpm_winnt)
-#   ng:      every mpm_winnt_ng/*.c and common/*.c of this repository (builtin module
-#            mpm_winnt_ng; include/ is on its include path)
-#   fhcache: mod_fhcache.so from every mod_fhcache/*.c and common/*.c, against ng's headers and import
-#            libraries (it loads into either httpd: both export the same API)
+# libs:    the libraries httpd and its modules use, one recipe each in
+#          build/win/libs/ (APR, APR-util, expat, PCRE2, zlib, OpenSSL, nghttp2,
+#          brotli, libxml2, Lua, Jansson, curl), from Debian's source packages
+# stock:   httpd with the stock WinNT MPM and every module that builds (httpd.sh)
+# ng:      the same with mpm_winnt_ng (every mpm_winnt_ng/*.c and common/*.c)
+# fhcache: mod_fhcache.so from every mod_fhcache/*.c and common/*.c
 # Results (consumers use these stable paths; each is a symlink to a keyed prefix):
 #   build/win/out/stock   build/win/out/ng   build/win/out/fhcache/mod_fhcache.so
-#     bin/      httpd.exe, libhttpd.dll and the dependency DLLs
+#     bin/      httpd.exe, libhttpd.dll, the support programs, openssl.exe, library DLLs
 #     modules/  mod_*.so
-#     include/  httpd + APR/APR-util headers
-#     lib/      import libraries (libhttpd.dll.a, libapr-1.dll.a, libaprutil-1.dll.a, ...)
-#     conf/     mime.types
+#     conf/     the configuration httpd's build generates (httpd.conf, extra/, mime.types)
+#     include/, lib/  headers and import libraries, for modules built outside httpd
+#     htdocs/, icons/, error/, cgi-bin/, logs/
+#     build-info.txt  what was built from what
 # Every part is keyed on a hash of its inputs; a part whose key matches is not rebuilt.
+# Each library is keyed on its recipe, source, patch, toolchain and the keys of the
+# libraries it uses, so changing one recipe rebuilds it and what depends on it only.
 #
 # Environment:
-#   MPMNG_WIN_SRC      directory holding the Debian source packages (default build/win/cache/src;
-#                      missing tarballs are fetched there with apt-get source --download-only)
+#   MPMNG_WIN_SRC      directory of Debian source packages (default build/win/cache/src;
+#                      missing tarballs are fetched with apt-get source --download-only)
+#   MPMNG_WIN_LIBS     where built libraries are kept by key (default build/win/cache/libs;
+#                      several checkouts may share one)
 #   MPMNG_WIN_MPM_DIR  MPM sources for "ng" (default: <repo>/mpm_winnt_ng)
 #   MPMNG_WIN_JOBS     parallel jobs (default 2)
 set -euo pipefail
@@ -34,98 +39,34 @@ COMMON_DIR=$REPO/common      # helpers every module compiles in
 COMMON_INC=$REPO/include     # their headers
 JOBS=${MPMNG_WIN_JOBS:-2}
 CACHE=$HERE/cache
+LIBS=${MPMNG_WIN_LIBS:-$CACHE/libs}
 OUT=$HERE/out
 LOGS=$OUT/logs
 WORK=$CACHE/work
-TOOLCHAIN=$HERE/mingw64.cmake
-NOPREFIX=$HERE/noprefix.cmake
-PATCHES=$HERE/patches
-WINE=/usr/lib/wine/wine64
-WINESERVER=/usr/lib/wine/wineserver
+LOG=/dev/null
 export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all
 
-# Debian source packages (pkg=version) and the sha256 of the upstream tarball used from each.
-SOURCES=(
-  "apr=1.7.2-3+deb12u1        apr_1.7.2.orig.tar.bz2        75e77cc86776c030c0a5c408dfbd0bf2a0b75eed5351e52d5439fa1e5509a43e"
-  "apr-util=1.6.3-1+deb12u1   apr-util_1.6.3.orig.tar.bz2   a41076e3710746326c3945042994ad9a4fcac0ce0277dd8fea076fec3c9772b5"
-  "pcre2=10.42-1              pcre2_10.42.orig.tar.gz       c33b418e3b936ee3153de2c61cc638e7e4fe3156022a5c77d0711bcbb9d64f1f"
-  "expat=2.5.0-1+deb12u2      expat_2.5.0.orig.tar.gz       ab00ee05c7067fd10a35c5d2a4922ebba746ddd50ff83b79c828da17bbdf1757"
-  "apache2=2.4.68-1~deb12u1   apache2_2.4.68.orig.tar.gz    ed9a9d4500fb48bb28eaffb3ba71d06ccf86d498fa13ab9f781da010cc488498"
-)
+# The libraries, each after those it uses.
+LIB_ORDER="zlib openssl expat apr apr-util pcre2 nghttp2 brotli libxml2 lua jansson curl"
+HTTPD_SOURCE="apache2=2.4.68-1~deb12u1 apache2_2.4.68.orig.tar.gz ed9a9d4500fb48bb28eaffb3ba71d06ccf86d498fa13ab9f781da010cc488498"
 
-# httpd modules built as modules/mod_*.so; every other module is disabled.
-MODULES="authz_core authz_host mime dir alias log_config status headers setenvif autoindex"
+. "$HERE/recipe.sh"
+. "$HERE/httpd.sh"
 
-die() { echo "build.sh: $*" >&2; exit 1; }
-usage() { echo "usage: $0 [stock|ng|fhcache|all]" >&2; exit 2; }
+usage() { echo "usage: $0 [libs|stock|ng|fhcache|all]" >&2; exit 2; }
 
 case "${1:-all}" in
+  libs)    PARTS=() ;;
   stock)   PARTS=(stock) ;;
-  ng)      PARTS=(ng) ;;
-  fhcache) PARTS=(ng fhcache) ;;   # the module builds against ng
+  ng)      PARTS=(stock ng) ;;             # ng is stock's tree with its own MPM
+  fhcache) PARTS=(stock ng fhcache) ;;     # the module builds against ng
   all)     PARTS=(stock ng fhcache) ;;
   *)       usage ;;
 esac
 
-hash_files() { sha256sum "$@" | awk '{print $1}' | sha256sum | cut -c1-16; }
-
-# ---- keys -------------------------------------------------------------------------------
-# deps/httpd key: build script, toolchain files, patches, tarball sha256s (pinned above),
-# compiler version.  The httpd patch is in it too, so stock and ng share one patched tree.
-base_key() {
-  { hash_files "$HERE/build.sh" "$TOOLCHAIN" "$NOPREFIX" "$PATCHES"/*
-    x86_64-w64-mingw32-gcc -dumpversion; } | sha256sum | cut -c1-16
-}
-
-check_mpm_dir() {  # call in the main shell (die in $(...) would only end the subshell)
-  [ -d "$MPM_DIR" ] || die "ng: MPM directory $MPM_DIR does not exist"
-  [ -n "$(find "$MPM_DIR" -maxdepth 1 -name '*.c')" ] \
-    || die "ng: no *.c files in $MPM_DIR (nothing to build the ng MPM from)"
-}
-
-common_files() {  # the shared helpers' sources and headers, sorted
-  find "$COMMON_DIR" "$COMMON_INC" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
-}
-
-common_sources() {  # the shared helpers' sources, sorted
-  find "$COMMON_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort
-}
-
-mpm_files() {  # the ng MPM's sources and headers with the shared ones, sorted
-  { find "$MPM_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \); common_files; } | LC_ALL=C sort
-}
-
-fhc_files() {  # mod_fhcache's sources and headers with the shared ones, sorted
-  { find "$FHC_DIR" -maxdepth 1 \( -name '*.c' -o -name '*.h' \); common_files; } | LC_ALL=C sort
-}
-
-part_key() {  # $1 = stock|ng|fhcache
-  if [ "$1" = fhcache ]; then
-    local f
-    { echo "$BASE_KEY"
-      for f in $(fhc_files); do printf '%s %s\n' "$(basename "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done
-    } | sha256sum | cut -c1-16
-  elif [ "$1" = ng ]; then
-    local f
-    { echo "$BASE_KEY"
-      for f in $(mpm_files); do printf '%s %s\n' "$(basename "$f")" "$(sha256sum < "$f" | cut -c1-64)"; done
-    } | sha256sum | cut -c1-16
-  else
-    echo "$BASE_KEY"
-  fi
-}
-
-# ---- helpers ----------------------------------------------------------------------------
 now() { date +%s; }
-
-run_logged() {  # $1 = log file, rest = command; on failure show the tail of the log
-  local log=$1; shift
-  if ! "$@" >>"$log" 2>&1; then
-    echo "---- last 40 lines of $log ----" >&2
-    tail -n 40 "$log" >&2
-    die "failed: $* (full log: $log)"
-  fi
-}
+hash_files() { sha256sum "$@" | awk '{print $1}' | sha256sum | cut -c1-16; }
+hash_text() { sha256sum | cut -c1-16; }
 
 ensure_tools() {
   local p missing=()
@@ -134,10 +75,10 @@ ensure_tools() {
   [ ${#missing[@]} -eq 0 ] || die "missing: ${missing[*]} (apt-get install gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine64 cmake dpkg-dev)"
 }
 
-# gen_test_char runs under wine during the build.  A first wineboot can fail
-# for reasons outside this build (a wineserver left by something else, a
-# loaded machine timing it out): it is logged, and tried once more on a new
-# prefix with no wineserver running before the build gives up.
+# gen_test_char runs under wine during the httpd build.  A first wineboot
+# can fail for reasons outside this build (a wineserver left by something
+# else, a loaded machine timing it out): it is logged, and tried once more
+# on a new prefix with no wineserver running before the build gives up.
 ensure_wineprefix() {
   local log=$LOGS/wineboot.log try
   [ -f "$WINEPREFIX/system.reg" ] && return 0
@@ -158,209 +99,198 @@ ensure_wineprefix() {
   die "wineboot -i failed twice for $WINEPREFIX (log: $log)"
 }
 
-fetch_sources() {
-  local line pkg tarball sum
-  for line in "${SOURCES[@]}"; do
-    read -r pkg tarball sum <<<"$line"
-    "$HERE/../fetch-source.sh" "$SRC" "$pkg" "$tarball" "$sum" "$LOGS/fetch.log" \
-      || die "cannot fetch $pkg"
-  done
+fetch() {  # "pkg=version tarball sha256": the tarball's path on stdout
+  local pkg tarball sum
+  read -r pkg tarball sum <<<"$1"
+  "$HERE/../fetch-source.sh" "$SRC" "$pkg" "$tarball" "$sum" "$LOGS/fetch.log" >&2 \
+    || die "cannot fetch $pkg"
+  echo "$SRC/$tarball"
 }
 
-unpack() {  # $1 = tarball name, $2 = destination dir (its single top directory is stripped)
-  rm -rf "$2"; mkdir -p "$2"
-  tar -xf "$SRC/$1" -C "$2" --strip-components=1 --no-same-owner
-}
-
-apply_patch() {  # $1 = source dir, $2 = patch file
-  patch -d "$1" -p1 --quiet --no-backup-if-mismatch < "$2" || die "patch $2 does not apply in $1"
-}
-
-cmake_build() {  # $1 = log, $2 = source dir, $3 = build dir, rest = cmake -D options
-  local log=$1 src=$2 bld=$3; shift 3
-  run_logged "$log" cmake -S "$src" -B "$bld" -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
-    -DCMAKE_BUILD_TYPE=Release "$@"
-  run_logged "$log" cmake --build "$bld" -j "$JOBS"
-}
-
-publish() {  # $1 = finished tmp dir, $2 = keyed dir name, $3 = link name (or ""); drop older keys
-  local name=$2 link=$3 prefix=${2%-*} d
-  rm -rf "${OUT:?}/$name"
-  mv "$1" "$OUT/$name"
-  if [ -n "$link" ]; then
-    ln -sfn "$name" "$OUT/.$link.new" && mv -T "$OUT/.$link.new" "$OUT/$link"
-  fi
-  for d in "$OUT/$prefix"-*; do
+publish_link() {  # $1 = keyed dir name in $OUT, $2 = link name; drops older keys
+  local name=$1 link=$2 d
+  ln -sfn "$name" "$OUT/.$link.new" && mv -T "$OUT/.$link.new" "$OUT/$link"
+  for d in "$OUT/$link"-*; do
     [ "$d" = "$OUT/$name" ] || [ ! -d "$d" ] || [ -L "$d" ] || rm -rf "$d"
   done
 }
 
-# ---- dependencies: APR, expat, PCRE2, APR-util --------------------------------------------
-build_deps() {
-  local w=$WORK/deps-$BASE_KEY d=$OUT/.deps-$BASE_KEY.tmp log=$LOGS/deps.log
-  rm -rf "$w" "$d"; mkdir -p "$w"; : >"$log"
-
-  unpack apr_1.7.2.orig.tar.bz2 "$w/apr";      apply_patch "$w/apr" "$PATCHES/apr-1.7.2.patch"
-  unpack apr-util_1.6.3.orig.tar.bz2 "$w/apu"; apply_patch "$w/apu" "$PATCHES/apr-util-1.6.3.patch"
-  unpack pcre2_10.42.orig.tar.gz "$w/pcre2"
-  unpack expat_2.5.0.orig.tar.gz "$w/expat"    # tarball of the GitHub tag: sources in expat/
-
-  # APR: shared libapr-1.dll only (no static apr-1), private headers for httpd
-  cmake_build "$log" "$w/apr" "$w/b-apr" -DCMAKE_INSTALL_PREFIX="$d" \
-    -DCMAKE_USER_MAKE_RULES_OVERRIDE="$NOPREFIX" -DAPR_INSTALL_PRIVATE_H=ON \
-    -DAPR_BUILD_STATIC=OFF -DINSTALL_PDB=OFF
-  run_logged "$log" cmake --install "$w/b-apr"
-
-  cmake_build "$log" "$w/expat/expat" "$w/b-expat" -DCMAKE_INSTALL_PREFIX="$d" \
-    -DEXPAT_SHARED_LIBS=ON -DEXPAT_BUILD_TOOLS=OFF -DEXPAT_BUILD_EXAMPLES=OFF \
-    -DEXPAT_BUILD_TESTS=OFF -DEXPAT_BUILD_DOCS=OFF -DEXPAT_BUILD_PKGCONFIG=OFF
-  run_logged "$log" cmake --install "$w/b-expat"
-
-  cmake_build "$log" "$w/pcre2" "$w/b-pcre2" -DCMAKE_INSTALL_PREFIX="$d" \
-    -DBUILD_SHARED_LIBS=ON -DBUILD_STATIC_LIBS=OFF -DPCRE2_BUILD_PCRE2_8=ON \
-    -DPCRE2_BUILD_PCRE2_16=OFF -DPCRE2_BUILD_PCRE2_32=OFF -DPCRE2_BUILD_PCRE2GREP=OFF \
-    -DPCRE2_BUILD_TESTS=OFF -DPCRE2_SUPPORT_JIT=OFF
-  run_logged "$log" cmake --install "$w/b-pcre2"
-
-  # APR-util: no LDAP/ODBC/crypto; expat found by explicit paths
-  cmake_build "$log" "$w/apu" "$w/b-apu" -DCMAKE_INSTALL_PREFIX="$d" \
-    -DCMAKE_USER_MAKE_RULES_OVERRIDE="$NOPREFIX" -DAPU_BUILD_STATIC=OFF -DINSTALL_PDB=OFF \
-    -DAPR_INCLUDE_DIR="$d/include" -DAPR_LIBRARIES="$d/lib/libapr-1.dll.a" \
-    -DEXPAT_INCLUDE_DIR="$d/include" -DEXPAT_LIBRARY="$d/lib/libexpat.dll.a" \
-    -DAPU_HAVE_ODBC=OFF -DAPR_HAS_LDAP=OFF -DAPU_HAVE_CRYPTO=OFF
-  run_logged "$log" cmake --install "$w/b-apu"
-
-  # patched httpd tree shared by the stock and ng builds
-  unpack apache2_2.4.68.orig.tar.gz "$w/httpd"
-  apply_patch "$w/httpd" "$PATCHES/httpd-2.4.68.patch"
-
-  rm -rf "$w/apr" "$w/apu" "$w/pcre2" "$w/expat" "$w"/b-*
-  echo "$BASE_KEY" > "$d/.key"
-  publish "$d" "deps-$BASE_KEY" ""
+toolchain_key() {
+  { hash_files "$HERE/recipe.sh" "$TOOLCHAIN" "$NOPREFIX"; x86_64-w64-mingw32-gcc -dumpversion; } \
+    | hash_text
 }
 
-# ---- httpd ----------------------------------------------------------------------------------
-httpd_module_options() {  # -DENABLE_<MOD>=A for $MODULES, =O for every other module
-  local m up
-  for m in $(grep -oE '^  "modules/[^+"]+/mod_[a-z0-9_]+\+' "$1/CMakeLists.txt" | sed -E 's/.*mod_([a-z0-9_]+)\+$/\1/'); do
-    up=$(echo "$m" | tr '[:lower:]' '[:upper:]')
-    case " $MODULES " in
-      *" $m "*) echo "-DENABLE_$up=A" ;;
-      *)        echo "-DENABLE_$up=O" ;;
-    esac
+# ---- libraries ----------------------------------------------------------------------------
+declare -A LIB_KEY LIB_DIR
+
+recipe_var() {  # $1 = library, $2 = variable: its value in the recipe
+  ( SOURCE= PATCH= DEPENDS=; . "$HERE/libs/$1.sh"; eval "echo \"\$$2\"" )
+}
+
+lib_key() {  # $1 = library (the libraries it uses have their keys already)
+  local lib=$1 dep patch
+  patch=$(recipe_var "$lib" PATCH)
+  { echo "$TOOLCHAIN_KEY"
+    hash_files "$HERE/libs/$lib.sh" ${patch:+"$PATCHES/$patch"}
+    for dep in $(recipe_var "$lib" DEPENDS); do
+      [ -n "${LIB_KEY[$dep]:-}" ] || die "libs/$lib.sh: $dep must come before $lib in LIB_ORDER"
+      echo "$dep ${LIB_KEY[$dep]}"
+    done; } | hash_text
+}
+
+build_lib() {  # $1 = library; builds it into $LIBS/<lib>-<key> unless it is there
+  local lib=$1 key=${LIB_KEY[$1]} w tmp t0 tarball dep
+  [ -f "$LIBS/$lib-$key/.key" ] && return 0
+  ensure_tools
+  w=$WORK/lib-$lib; tmp=$LIBS/.$lib-$key.tmp
+  LOG=$LOGS/lib-$lib.log; : > "$LOG"
+  t0=$(now)
+  tarball=$(fetch "$(recipe_var "$lib" SOURCE)")
+  rm -rf "$w" "$tmp"; mkdir -p "$w"
+  unpack "$tarball" "$w/src"
+  [ -z "$(recipe_var "$lib" PATCH)" ] || apply_patch "$w/src" "$PATCHES/$(recipe_var "$lib" PATCH)"
+  (
+    SOURCE= PATCH= DEPENDS=
+    . "$HERE/libs/$lib.sh"
+    for dep in $DEPENDS; do eval "DEP_${dep//-/_}=\$LIBS/\$dep-\${LIB_KEY[\$dep]}"; done
+    recipe "$w/src" "$w/build" "$tmp"
+  )
+  # its licence, for the distribution
+  mkdir -p "$tmp/licenses/$lib"
+  find "$w/src" -maxdepth 1 -type f \( -iname 'LICEN[CS]E*' -o -iname 'COPYING*' -o -iname 'NOTICE*' \
+    -o -name 'Copyright' \) \
+    -exec cp -p {} "$tmp/licenses/$lib/" \;
+  [ -n "$(ls "$tmp/licenses/$lib")" ] || die "$lib: no licence file found in its source"
+  echo "$key" > "$tmp/.key"
+  rm -rf "${LIBS:?}/$lib-$key"; mv "$tmp" "$LIBS/$lib-$key"
+  rm -rf "$w"
+  echo "lib $lib: built in $(( $(now) - t0 ))s (key $key, log $LOG)"
+}
+
+# One prefix with every library (hard links), for httpd's build.
+merge_libs() {  # $1 = destination
+  local lib tmp=$1.tmp
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  for lib in $LIB_ORDER; do
+    cp -al "$LIBS/$lib-${LIB_KEY[$lib]}/." "$tmp/"
   done
-}
-
-build_httpd() {  # $1 = stock|ng, $2 = key
-  local part=$1 key=$2 deps=$OUT/deps-$BASE_KEY src=$WORK/deps-$BASE_KEY/httpd
-  local bld=$WORK/deps-$BASE_KEY/b-$part d=$OUT/.$part-$key.tmp log=$LOGS/$part.log
-  local mpm_opts=() mod_opts=() f srcs=""
-  : >"$log"
-  if [ "$part" = ng ]; then
-    for f in $(find "$MPM_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort) $(common_sources); do
-      srcs="$srcs${srcs:+;}$f"
-    done
-    mpm_opts=(-DMPM_NAME=mpm_winnt_ng "-DMPM_SOURCES=$srcs" "-DMPM_INCLUDE=$MPM_DIR;$COMMON_INC")
-  else
-    mpm_opts=(-UMPM_NAME -UMPM_SOURCES -UMPM_INCLUDE)   # CMakeLists defaults: stock winnt MPM
-  fi
-  mapfile -t mod_opts < <(httpd_module_options "$src")
-  # The build dir persists per deps key, so an ng rebuild only recompiles what changed.
-  # CMAKE_INSTALL_PREFIX is a staging dir (the perl install steps copy docs there);
-  # the real install goes to the keyed prefix with cmake --install --prefix.
-  cmake_build "$log" "$src" "$bld" -DCMAKE_INSTALL_PREFIX="$bld/stage" \
-    -DCMAKE_USER_MAKE_RULES_OVERRIDE="$NOPREFIX" \
-    -DAPR_INCLUDE_DIR="$deps/include" \
-    "-DAPR_LIBRARIES=$deps/lib/libapr-1.dll.a;$deps/lib/libaprutil-1.dll.a" \
-    -DPCRE_INCLUDE_DIR="$deps/include" -DPCRE_LIBRARIES="$deps/lib/libpcre2-8.dll.a" \
-    -DPCRE_CFLAGS=-DHAVE_PCRE2 -DINSTALL_PDB=OFF -DINSTALL_MANUAL=OFF -DBUILD_SUPPORT=OFF \
-    -DENABLE_MODULES=O "${mod_opts[@]}" "${mpm_opts[@]}"
-  local want=mpm_winnt_module; [ "$part" = ng ] && want=mpm_winnt_ng_module
-  grep -q "^extern module $want;" "$bld/modules.c" || die "$part: generated modules.c does not reference $want"
-  rm -rf "$d"
-  run_logged "$log" cmake --install "$bld" --prefix "$d"
-
-  # dependencies next to httpd.exe, headers and import libraries for our own modules
-  cp -p "$deps"/bin/*.dll "$d/bin/"
-  cp -rp "$deps/include/." "$d/include/"
-  cp -p "$deps"/lib/*.a "$d/lib/"
-  mkdir -p "$d/conf"
-  cp -p "$src/docs/conf/mime.types" "$d/conf/"
-  { echo "part=$part"; echo "key=$key"; echo "deps_key=$BASE_KEY"
-    echo "mpm_module=$(grep -o 'mpm_winnt[a-z_]*_module' "$bld/modules.c" | head -n1)"
-    [ "$part" = ng ] && echo "mpm_sources=$srcs"
-    echo "modules=$MODULES"; } > "$d/build-info.txt"
-  echo "$key" > "$d/.key"
-  publish "$d" "$part-$key" "$part"
+  rm -f "$tmp/.key"
+  mv "$tmp" "$1"
 }
 
 # ---- mod_fhcache ---------------------------------------------------------------------------
 # Compiled directly (no CMake): a module is a DLL named .so importing libhttpd, APR, APR-util.
-build_fhcache() {  # $1 = key
-  local key=$1 ng=$OUT/ng d=$OUT/.fhcache-$1.tmp log=$LOGS/fhcache.log f objs=()
-  local obj=$WORK/deps-$BASE_KEY/b-fhcache
-  : >"$log"; rm -rf "$d" "$obj"; mkdir -p "$d" "$obj"
-  for f in $(find "$FHC_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort) $(common_sources); do
-    run_logged "$log" x86_64-w64-mingw32-gcc -O2 -g -Wall -Werror -std=gnu11 \
+build_fhcache() {  # $1 = destination (new)
+  local d=$1 ng=$OUT/ng f objs=() obj=$WORK/b-fhcache
+  rm -rf "$obj"; mkdir -p "$d" "$obj"
+  for f in $(find "$FHC_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort) \
+           $(find "$COMMON_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort); do
+    run_logged x86_64-w64-mingw32-gcc -O2 -g -Wall -Werror -std=gnu11 \
       -DWIN32 -D_WINDOWS -I"$ng/include" -I"$FHC_DIR" -I"$COMMON_INC" \
       -c "$f" -o "$obj/$(basename "${f%.c}").o"
     objs+=("$obj/$(basename "${f%.c}").o")
   done
-  run_logged "$log" x86_64-w64-mingw32-gcc -shared -o "$d/mod_fhcache.so" "${objs[@]}" \
+  run_logged x86_64-w64-mingw32-gcc -shared -o "$d/mod_fhcache.so" "${objs[@]}" \
     "$ng/lib/libhttpd.dll.a" "$ng/lib/libaprutil-1.dll.a" "$ng/lib/libapr-1.dll.a" -lkernel32
-  echo "$key" > "$d/.key"
-  publish "$d" "fhcache-$key" fhcache
+}
+
+# ---- keys of the parts -----------------------------------------------------------------------
+sources_key() {  # $1 = directory, rest = extra dirs: names and hashes of their .c/.h files
+  local f
+  for f in $( { for d in "$@"; do find "$d" -maxdepth 1 \( -name '*.c' -o -name '*.h' \); done; } \
+              | LC_ALL=C sort); do
+    printf '%s %s\n' "$(basename "$f")" "$(sha256sum < "$f" | cut -c1-64)"
+  done
+}
+
+part_key() {  # $1 = stock|ng|fhcache
+  case "$1" in
+    stock)   { echo "$DEPS_KEY"; hash_files "$HERE/httpd.sh" "$PATCHES/httpd-2.4.68.patch"
+               echo "$HTTPD_SOURCE"; } | hash_text ;;
+    ng)      { echo "${KEYS[stock]}"; sources_key "$MPM_DIR" "$COMMON_DIR" "$COMMON_INC"; } \
+               | hash_text ;;
+    fhcache) { echo "${KEYS[ng]}"; sources_key "$FHC_DIR" "$COMMON_DIR" "$COMMON_INC"; } \
+               | hash_text ;;
+  esac
+}
+
+check_mpm_dir() {
+  [ -d "$MPM_DIR" ] || die "ng: MPM directory $MPM_DIR does not exist"
+  [ -n "$(find "$MPM_DIR" -maxdepth 1 -name '*.c')" ] \
+    || die "ng: no *.c files in $MPM_DIR (nothing to build the ng MPM from)"
+}
+
+httpd_tree() {  # the patched httpd source, once per stock key
+  SRC_HTTPD=$WORK/httpd-${KEYS[stock]}
+  [ -f "$SRC_HTTPD/.patched" ] && return 0
+  # a new tree: the build dirs' CMake caches name the old one
+  rm -rf "$WORK"/httpd-* "$WORK/b-stock" "$WORK/b-ng"
+  unpack "$(fetch "$HTTPD_SOURCE")" "$SRC_HTTPD"
+  apply_patch "$SRC_HTTPD" "$PATCHES/httpd-2.4.68.patch"
+  touch "$SRC_HTTPD/.patched"
+}
+
+write_build_info() {  # $1 = prefix, $2 = part, $3 = key, $4 = MPM sources (ng)
+  local lib
+  { echo "part=$2"; echo "key=$3"; echo "deps_key=$DEPS_KEY"
+    echo "mpm_module=mpm_winnt$([ "$2" = ng ] && echo _ng)_module"
+    [ -z "$4" ] || echo "mpm_sources=$4"
+    echo "modules=$(built_modules "$1")"
+    for lib in $LIB_ORDER; do echo "lib_$lib=$(recipe_var "$lib" SOURCE | awk '{print $1}')"; done
+  } > "$1/build-info.txt"
+}
+
+build_part() {  # $1 = stock|ng|fhcache
+  local p=$1 k=${KEYS[$1]} d=$OUT/.$1-${KEYS[$1]}.tmp t0 srcs=""
+  t0=$(now)
+  ensure_tools; ensure_wineprefix
+  LOG=$LOGS/$p.log; : > "$LOG"
+  rm -rf "$d"
+  case "$p" in
+    stock)   httpd_tree; build_stock "$WORK/b-stock" "$d"
+             write_build_info "$d" stock "$k" "" ;;
+    ng)      check_mpm_dir; httpd_tree
+             srcs=$(build_ng "$WORK/b-ng" "$d" "$OUT/stock-${KEYS[stock]}")
+             write_build_info "$d" ng "$k" "$srcs" ;;
+    fhcache) build_fhcache "$d" ;;
+  esac
+  echo "$k" > "$d/.key"
+  rm -rf "${OUT:?}/$p-$k"; mv "$d" "$OUT/$p-$k"
+  publish_link "$p-$k" "$p"
+  echo "$p: built in $(( $(now) - t0 ))s -> $OUT/$p (key $k, log $LOG)"
 }
 
 # ---- main -----------------------------------------------------------------------------------
-mkdir -p "$OUT" "$LOGS" "$CACHE"
+mkdir -p "$OUT" "$LOGS" "$CACHE" "$LIBS" "$WORK"
 exec 9>"$CACHE/.build.lock"
 flock 9
 
-BASE_KEY=$(base_key)
+TOOLCHAIN_KEY=$(toolchain_key)
+for lib in $LIB_ORDER; do
+  LIB_KEY[$lib]=$(lib_key "$lib")
+done
+t0=$(now)
+for lib in $LIB_ORDER; do
+  build_lib "$lib"
+done
+DEPS_KEY=$(for lib in $LIB_ORDER; do echo "$lib ${LIB_KEY[$lib]}"; done | hash_text)
+if [ ! -d "$OUT/deps-$DEPS_KEY" ]; then
+  merge_libs "$OUT/deps-$DEPS_KEY"
+  publish_link "deps-$DEPS_KEY" deps
+fi
+DEPS=$OUT/deps-$DEPS_KEY
+echo "libs: up to date in $(( $(now) - t0 ))s (key $DEPS_KEY)"
 
 declare -A KEYS
 for p in "${PARTS[@]}"; do
-  [ "$p" != ng ] || check_mpm_dir
   KEYS[$p]=$(part_key "$p")
 done
-
-if [ -f "$OUT/deps-$BASE_KEY/.key" ]; then
-  deps_done=1
-else
-  deps_done=0
-fi
-
-if [ $deps_done = 0 ]; then
-  ensure_tools; ensure_wineprefix; fetch_sources
-  t0=$(now)
-  rm -rf "$WORK"    # build dirs of older keys
-  build_deps
-  echo "deps: built APR, expat, PCRE2, APR-util in $(( $(now) - t0 ))s (key $BASE_KEY, log $LOGS/deps.log)"
-else
-  echo "deps: up to date (key $BASE_KEY)"
-fi
-
 for p in "${PARTS[@]}"; do
   k=${KEYS[$p]}
-  if [ -f "$OUT/$p-$k/.key" ] && [ "$(readlink "$OUT/$p" 2>/dev/null)" = "$p-$k" ]; then
+  if [ -f "$OUT/$p-$k/.key" ]; then
+    [ "$(readlink "$OUT/$p" 2>/dev/null)" = "$p-$k" ] || publish_link "$p-$k" "$p"
     echo "$p: up to date ($OUT/$p -> $p-$k)"
     continue
   fi
-  if [ -f "$OUT/$p-$k/.key" ]; then  # built before, only the link is stale
-    ln -sfn "$p-$k" "$OUT/$p"
-    echo "$p: up to date ($OUT/$p -> $p-$k, link restored)"
-    continue
-  fi
-  ensure_tools; ensure_wineprefix
-  if [ "$p" = fhcache ]; then
-    t0=$(now)
-    build_fhcache "$k"
-    echo "fhcache: built mod_fhcache.so in $(( $(now) - t0 ))s -> $OUT/fhcache (key $k, log $LOGS/fhcache.log)"
-    continue
-  fi
-  [ -d "$WORK/deps-$BASE_KEY/httpd" ] || { fetch_sources; unpack apache2_2.4.68.orig.tar.gz "$WORK/deps-$BASE_KEY/httpd"; apply_patch "$WORK/deps-$BASE_KEY/httpd" "$PATCHES/httpd-2.4.68.patch"; }
-  t0=$(now)
-  build_httpd "$p" "$k"
-  echo "$p: built httpd 2.4.68 ($(grep -o '^mpm_module=.*' "$OUT/$p/build-info.txt" | cut -d= -f2)) in $(( $(now) - t0 ))s -> $OUT/$p (key $k, log $LOGS/$p.log)"
+  build_part "$p"
 done
