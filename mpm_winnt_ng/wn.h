@@ -55,6 +55,7 @@ extern DWORD wn_parent_pid;          /* == wn_my_pid in the parent */
 extern DWORD wn_my_pid;
 extern int wn_one_process;           /* -X / -DONE_PROCESS */
 extern const char *wn_signal_arg;    /* -k argument or NULL */
+extern int wn_injected_args;         /* argv[1..] we added (-d ServerRoot) */
 extern volatile ap_generation_t wn_generation;
 extern volatile int wn_mpm_state;    /* AP_MPMQ_STARTING/RUNNING/STOPPING */
 extern apr_pool_t *wn_pconf;

@@ -89,14 +89,40 @@ int ap_signal_server(int *exit_status, apr_pool_t *pconf)
     return wn_control_signal_server(exit_status, pconf);
 }
 
+int wn_injected_args;
+
+/* The ServerRoot a Windows httpd has by default, as stock mpm_winnt's: the
+ * directory of httpd.exe, or the one above it when that is bin\
+ * (C:\Apache24\bin\httpd.exe -> C:/Apache24), so that an unzipped
+ * distribution runs wherever it is.  NULL if the path is unknown. */
+static const char *default_server_root(apr_pool_t *p)
+{
+    char *path, *name, *root;
+
+    if (ap_os_proc_filepath(&path, p) != APR_SUCCESS)
+        return NULL;
+    name = (char *)apr_filepath_name_get(path);
+    if (name > path) {
+        name[-1] = '\0';
+        name = (char *)apr_filepath_name_get(path);
+        if (name > path && !strcasecmp(name, "bin"))
+            name[-1] = '\0';
+    }
+    if (apr_filepath_merge(&root, NULL, path, APR_FILEPATH_TRUENAME, p)
+        != APR_SUCCESS)
+        return path;
+    return root;
+}
+
 /* Runs before httpd parses its own arguments: takes -k and -n (the
- * service commands are wn_service.c's) and, in a child, reads the
- * hand-off header from the parent. */
+ * service commands are wn_service.c's), puts the default ServerRoot first
+ * (a -d given by the user comes later and wins) and, in a child, reads
+ * the hand-off header from the parent. */
 static void wn_rewrite_args(process_rec *process)
 {
     const char *pid_env = getenv("AP_PARENT_PID");
     apr_array_header_t *args;
-    const char *service_name = NULL;
+    const char *service_name = NULL, *root;
     int i;
 
     wn_pconf = process->pconf;
@@ -113,8 +139,15 @@ static void wn_rewrite_args(process_rec *process)
         return;
     }
 
-    args = apr_array_make(process->pool, process->argc + 1, sizeof(char *));
-    for (i = 0; i < process->argc; i++) {
+    args = apr_array_make(process->pool, process->argc + 3, sizeof(char *));
+    *(const char **)apr_array_push(args) = process->argv[0];
+    root = default_server_root(process->pool);
+    if (root) {
+        *(const char **)apr_array_push(args) = "-d";
+        *(const char **)apr_array_push(args) = root;
+        wn_injected_args = 2;
+    }
+    for (i = 1; i < process->argc; i++) {
         const char *a = process->argv[i];
         if (i > 0 && (strcmp(a, "-k") == 0 || strcmp(a, "-n") == 0)) {
             const char *val = i + 1 < process->argc ? process->argv[i + 1] : NULL;
@@ -131,6 +164,10 @@ static void wn_rewrite_args(process_rec *process)
         }
         *(const char **)apr_array_push(args) = a;
     }
+    /* The service manager starts services in the system directory: like
+     * stock httpd, work from the default ServerRoot instead. */
+    if (root && wn_signal_arg && !strcmp(wn_signal_arg, "runservice"))
+        apr_filepath_set(root, process->pool);
     /* Service commands are done here, or after the configuration is read;
      * what is left is -k for the console server. */
     wn_signal_arg = wn_service_args(process, args, wn_signal_arg,

@@ -10,8 +10,10 @@
  *                                 asks the service manager
  *   -k runservice                 the service's own command line: the
  *                                 service manager starts httpd this way
- * NAME defaults to "Apache2.4".  Without -n, -k start runs httpd in the
- * console and -k stop/restart signal the PidFile's server (wn_control.c).
+ * NAME defaults to "Apache2.4": as with stock httpd, -k start|stop|restart
+ * without -n control that service when it is installed.  When it is not,
+ * -k start runs httpd in the console and -k stop/restart/graceful signal
+ * the PidFile's server (wn_control.c).
  *
  * Registry (the layout stock httpd uses, so tools that know it work):
  *   HKLM\SYSTEM\CurrentControlSet\Services\NAME\Parameters\ConfigArgs
@@ -534,6 +536,18 @@ static int uninstall_service(void)
     return rc;
 }
 
+static int service_installed(const char *name)
+{
+    SC_HANDLE scm = OpenSCManagerA(NULL, NULL, SC_MANAGER_CONNECT);
+    SC_HANDLE svc = scm ? OpenServiceA(scm, name, SERVICE_QUERY_STATUS) : NULL;
+
+    if (svc)
+        CloseServiceHandle(svc);
+    if (scm)
+        CloseServiceHandle(scm);
+    return svc != NULL;
+}
+
 static int control_service(const char *k)
 {
     SC_HANDLE scm = open_manager(SC_MANAGER_CONNECT);
@@ -575,10 +589,12 @@ static int store_config_args(apr_pool_t *p, int argc, const char *const *argv)
     LONG rv;
     int i;
 
-    for (i = 1; i < argc; i++)
+    /* the user's arguments only: the default -d is worked out again at
+     * each start, so a moved installation still finds itself */
+    for (i = 1 + wn_injected_args; i < argc; i++)
         size += strlen(argv[i]) + 1;
     at = buf = apr_pcalloc(p, size + 1);
-    for (i = 1; i < argc; i++) {
+    for (i = 1 + wn_injected_args; i < argc; i++) {
         size_t n = strlen(argv[i]) + 1;
         memcpy(at, argv[i], n);
         at += n;
@@ -713,8 +729,11 @@ const char *wn_service_args(process_rec *process, apr_array_header_t *args,
         die("-k %s: unknown; use start, stop, restart, graceful, "
             "graceful-stop, or for a service install, config, uninstall",
             k);
-    if (!name)
-        return k;                     /* the console server (PidFile) */
+    /* As stock httpd: without -n, -k acts on the default service when it
+     * is installed.  Without one, it acts on the console server whose
+     * PidFile the configuration names (stock httpd would fail). */
+    if (!name && !service_installed(WN_SERVICE_DEFAULT_NAME))
+        return k;
     set_name(name);
     exit(control_service(k));
     return NULL;

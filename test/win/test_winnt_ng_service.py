@@ -1,96 +1,16 @@
 """mpm_winnt_ng as a Windows service, under Wine's service manager.
 
-Runs in a private copy of the wineprefix with its own persistent
-wineserver, so a failed step cannot leave a service behind in the prefix
-other tests use.  Wine's services.exe is booted with WINEDEBUG=+eventlog
-and its output kept: Wine's ReportEvent only writes the event text there,
-which is how these tests see the event log.  The steps run in order
-(test_01 ... test_09) on one installed service."""
+Runs in a private copy of the wineprefix (mpmng_py.win.wineprefix), so a
+failed step cannot leave a service behind in the prefix other tests use.
+The steps run in order (test_01 ... test_09) on one installed service."""
 import os
-import shutil
-import signal
 import subprocess
-import tempfile
-import time
 import unittest
 
-from mpmng_py.win import winhttpd
-from mpmng_py.win.winhttpd import WinHttpd, available, winpath, WINE
+from mpmng_py.win.wineprefix import WinePrefix, wait_until
+from mpmng_py.win.winhttpd import WinHttpd, available, winpath
 
-WINESERVER = os.path.join(os.path.dirname(WINE), "wineserver")
 SERVICES_KEY = r"HKLM\SYSTEM\CurrentControlSet\Services"
-
-
-class WinePrefix:
-    """A private wineprefix copy with a persistent wineserver."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="wnsvc-")
-        self.path = os.path.join(self.dir, "pfx")
-        subprocess.run(["cp", "-a", winhttpd.PREFIX, self.path], check=True,
-                       timeout=300)
-        self.boot_log = os.path.join(self.dir, "services.log")
-        self.env = {"WINEPREFIX": self.path}
-        self.server = subprocess.Popen(
-            [WINESERVER, "-p", "-f"], env=winhttpd.wine_env(self.env),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        # services.exe (and so every service) gets this environment and
-        # this stderr: the service's event log entries end up in boot_log.
-        with open(self.boot_log, "wb") as log:
-            subprocess.run([WINE, "wineboot"], stdin=subprocess.DEVNULL,
-                           stdout=log, stderr=log, timeout=300,
-                           env=winhttpd.wine_env(dict(
-                               self.env, WINEDEBUG="+eventlog")))
-
-    def run(self, *args, timeout=240):
-        """(exit code, output) of a wine command.  Output goes through a
-        file: a pipe could be held open by a process the command starts."""
-        with tempfile.TemporaryFile() as out:
-            r = subprocess.run([WINE] + list(args), stdin=subprocess.DEVNULL,
-                               stdout=out, stderr=subprocess.STDOUT,
-                               env=winhttpd.wine_env(self.env),
-                               timeout=timeout)
-            out.seek(0)
-            return r.returncode, out.read().decode(errors="replace")
-
-    def event_log(self):
-        with open(self.boot_log, errors="replace") as f:
-            return "".join(l for l in f if ":eventlog:" in l)
-
-    def pids(self, needle=b""):
-        """Linux pids of this prefix's processes (whose command line holds
-        needle)."""
-        return winhttpd.linux_pids(
-            needle, b"WINEPREFIX=" + self.path.encode() + b"\0")
-
-    def close(self):
-        subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(self.env),
-                       timeout=60)
-        try:
-            self.server.wait(20)
-        except subprocess.TimeoutExpired:
-            pass
-        for pid in self.pids() + [self.server.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def wait_until(what, timeout=60, step=0.5):
-    deadline = time.time() + timeout
-    while True:
-        try:
-            v = what()
-            if v:
-                return v
-        except (OSError, AssertionError, KeyError, ValueError, IndexError):
-            pass
-        if time.time() > deadline:
-            return None
-        time.sleep(step)
 
 
 @unittest.skipUnless(available("ng"), "no cross-built mpm_winnt_ng "
@@ -118,7 +38,10 @@ class Service(unittest.TestCase):
         return cls.pfx.run(cls.h.exe, *args)
 
     def sc_state(self):
-        rc, out = self.pfx.run("sc", "query", self.name)
+        return self.sc_state_of(self.name)
+
+    def sc_state_of(self, name):
+        rc, out = self.pfx.run("sc", "query", name)
         self.assertEqual(rc, 0, out)
         for line in out.splitlines():
             if "STATE" in line:
@@ -150,6 +73,8 @@ class Service(unittest.TestCase):
         self.assertRegex(out, r"Start\s+REG_DWORD\s+0x2")      # auto start
         rc, out = self.reg(SERVICES_KEY + "\\" + self.name + "\\Parameters")
         self.assertIn("-f\\0" + winpath(self.h.conf), out)
+        # the default ServerRoot (-d) is worked out at each start, not stored
+        self.assertNotIn("-d\\0", out)
         rc, out = self.reg(SERVICES_KEY + "\\EventLog\\Application\\"
                            + self.name)
         self.assertIn("netmsg.dll", out)
@@ -247,13 +172,24 @@ class Service(unittest.TestCase):
         self.assertNotEqual(rc, 0, out)
         self.assertEqual(self.pfx.pids(b"httpd.exe"), [])
 
-    def test_10_default_name_is_apache24(self):
+    def test_10_default_name_is_apache24_and_k_without_n_controls_it(self):
         rc, out = self.httpd("-k", "install", "-f", winpath(self.h.conf))
         try:
             self.assertEqual(rc, 0, out)
             self.assertIn("Apache2.4", out)
             rc, out = self.reg(SERVICES_KEY + "\\Apache2.4")
             self.assertEqual(rc, 0, out)
+            # as stock httpd: -k start and -k stop act on the installed
+            # Apache2.4 service (not on a console server)
+            rc, out = self.httpd("-k", "start")
+            self.assertEqual(rc, 0, out + self.h.error_log())
+            self.assertIn("Apache2.4 service is running", out)
+            self.assertEqual(self.sc_state_of("Apache2.4"), "RUNNING")
+            self.assertTrue(wait_until(self.hello, 30), self.h.error_log())
+            rc, out = self.httpd("-k", "stop")
+            self.assertEqual(rc, 0, out + self.h.error_log())
+            self.assertIn("Apache2.4 service stopped", out)
+            self.assertTrue(self.port_closed())
         finally:
             rc, out = self.httpd("-k", "uninstall")
         self.assertEqual(rc, 0, out)
