@@ -45,7 +45,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit unit-run fuzz integration regress deps demo demo-stop install \
-        uninstall bench clean win win-check win-bench deb intree soak FORCE
+        uninstall bench clean win win-dist win-check win-bench deb intree soak FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -184,13 +184,18 @@ intree:
 	@build/deps.sh base test intree
 	test/intree/run.sh
 
-# Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare),
-# cross-built with mingw-w64 into build/win/out/, tested under wine64.
+# Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare) and
+# every module httpd builds for Windows, cross-built with mingw-w64 into
+# build/win/out/ (libraries cached by key in build/win/cache/libs/), tested
+# under wine64.  win-dist: the zip a Windows user unzips, in out/win/.
 win:
 	@build/deps.sh win
 	build/win/build.sh
 
-win-check: win
+win-dist: win
+	build/win/dist.sh
+
+win-check: win-dist
 	python3 -m mpmng_py.win
 
 win-bench: win
