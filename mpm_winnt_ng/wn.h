@@ -77,6 +77,9 @@ HANDLE wn_control_restart_event(void);
 int wn_control_signal_server(int *exit_status, apr_pool_t *p);  /* -k */
 void wn_control_console_handler(int in_parent);
 
+/* ---- -w: the console held open after a failed exit (wn_hold.c) ---- */
+void wn_hold_console_on_error(void);
+
 /* ---- Windows service (wn_service.c) ---- */
 /* rewrite_args: what -k (k, or NULL) and -n (name, or NULL) ask for.
  * Service commands that need no configuration are done here (the process
@@ -323,10 +326,12 @@ void wn_conn_register_hooks(void);
  * park (wait in the thread instead), 2: the next request (or the
  * client's close) is there already: serve on. */
 int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout);
+int wn_keepalive_park_reading(wn_ctx *ctx, apr_interval_time_t timeout);
 int wn_keepalive_woken(wn_ctx *ctx);          /* 0: resume, -1: close */
 void wn_keepalive_expire(apr_time_t now);     /* KeepAliveTimeout */
 void wn_keepalive_close_all(void);            /* stopping: end every wait */
 int wn_keepalive_count(void);
+int wn_keepalive_reading_count(void);        /* ASYNC_WAITIO waits */
 
 #ifdef _MSC_VER
 #define WN_THREAD_LOCAL __declspec(thread)

@@ -13,6 +13,7 @@
 #include "http_request.h"
 #include "mpm_common.h"
 #include "apr_portable.h"
+#include "apr_poll.h"
 #include "ap_mpm.h"
 
 static WN_THREAD_LOCAL int my_index;   /* the running worker's scoreboard slot */
@@ -113,7 +114,8 @@ static void process(wn_ctx *ctx)
     int rv = ap_run_process_connection(c);
 
     if ((rv != OK && rv != DONE) || c->aborted
-        || ctx->cs.state != CONN_STATE_WRITE_COMPLETION)
+        || (ctx->cs.state != CONN_STATE_WRITE_COMPLETION
+            && ctx->cs.state != CONN_STATE_ASYNC_WAITIO))
         ctx->cs.state = CONN_STATE_LINGER;
 }
 
@@ -150,6 +152,60 @@ static void after_response(wn_ctx *ctx)
         ctx->cs.state = CONN_STATE_KEEPALIVE;
 }
 
+/* What a park (wn_keepalive_park*) returned: 0, the port has the
+ * connection now; otherwise the state to go on with is set: served on
+ * (bytes are there), `fallback` (the port cannot be used: wait in this
+ * thread), or closed. */
+static int park(wn_ctx *ctx, int parked, conn_state_e fallback)
+{
+    if (parked == 0)
+        return 0;
+    if (parked < 0)
+        ctx->cs.state = fallback;
+    else if (parked == 2)
+        ctx->cs.state = CONN_STATE_PROCESSING;
+    else
+        ctx->cs.state = CONN_STATE_LINGER;
+    return 1;
+}
+
+/* Where the port cannot be used: wait in this thread until the client
+ * sends, within Timeout, then run the hooks again. */
+static void wait_readable_in_thread(wn_ctx *ctx)
+{
+    apr_pollfd_t pfd = { 0 };
+    apr_int32_t n = 0;
+
+    pfd.p = ctx->ptrans;
+    pfd.desc_type = APR_POLL_SOCKET;
+    pfd.desc.s = ctx->sock;
+    pfd.reqevents = APR_POLLIN;
+    ctx->cs.state = apr_poll(&pfd, 1, &n, ctx->c->base_server->timeout) == APR_SUCCESS
+                    && n == 1 ? CONN_STATE_PROCESSING : CONN_STATE_LINGER;
+}
+
+/* CONN_STATE_ASYNC_WAITIO (mod_http2 between a stream's DATA frames, the
+ * client's WINDOW_UPDATE awaited): flush, then wait on the port within
+ * Timeout (not KeepAliveTimeout) and run the process_connection hooks
+ * again when the client sends.  No worker waits meanwhile. */
+static int wait_io(wn_ctx *ctx)
+{
+    if (!flush_output(ctx)) {
+        ctx->cs.state = CONN_STATE_LINGER;
+        return 1;
+    }
+    if (ctx->c->data_in_input_filters) {
+        ctx->cs.state = CONN_STATE_PROCESSING;
+        return 1;
+    }
+    if (park(ctx, wn_keepalive_park_reading(ctx, ctx->c->base_server->timeout),
+             CONN_STATE_ASYNC_WAITIO) == 0)
+        return 0;
+    if (ctx->cs.state == CONN_STATE_ASYNC_WAITIO)
+        wait_readable_in_thread(ctx);
+    return 1;
+}
+
 /* Waits for the next request in this thread, as the stock MPM does. */
 static void wait_in_thread(wn_ctx *ctx)
 {
@@ -179,25 +235,22 @@ static void run(wn_ctx *ctx)
         case CONN_STATE_WRITE_COMPLETION:
             after_response(ctx);
             break;
-        case CONN_STATE_KEEPALIVE: {
-            int parked;
-
+        case CONN_STATE_KEEPALIVE:
             if (ctx->c->clogging_input_filters) {
                 /* they read blocking: nothing to wait for on the port */
                 wait_in_thread(ctx);
                 break;
             }
-            parked = wn_keepalive_park(ctx, ctx->ka_timeout);
-            if (parked == 0)
+            if (park(ctx, wn_keepalive_park(ctx, ctx->ka_timeout),
+                     CONN_STATE_KEEPALIVE) == 0)
                 return;          /* ctx belongs to the port now */
-            if (parked < 0)
+            if (ctx->cs.state == CONN_STATE_KEEPALIVE)
                 wait_in_thread(ctx);
-            else if (parked == 2)
-                ctx->cs.state = CONN_STATE_PROCESSING;
-            else
-                ctx->cs.state = CONN_STATE_LINGER;
             break;
-        }
+        case CONN_STATE_ASYNC_WAITIO:
+            if (wait_io(ctx) == 0)
+                return;          /* ctx belongs to the port now */
+            break;
         default:
             end_connection(ctx);
             return;

@@ -8,10 +8,16 @@
  * OVERLAPPED pointer and ignores the rest (APR waits on its own event).
  *
  * KeepAliveTimeout is ours to enforce: parked connections are listed on
- * a wn_waitq (wn_waits.c) whose expiry cancels their receives. */
+ * a wn_waitq (wn_waits.c) whose expiry cancels their receives.  The same
+ * wait serves CONN_STATE_ASYNC_WAITIO (a module waiting to read more of a
+ * request, e.g. mod_http2), bounded by Timeout. */
 #include "wn.h"
 
-static wn_waitq parked = WN_WAITQ_INIT;
+static wn_waitq parked = WN_WAITQ_INIT;   /* keep-alive: KeepAliveTimeout */
+/* CONN_STATE_ASYNC_WAITIO (mod_http2 waiting for the client mid-stream):
+ * Timeout.  A list of its own: a list expires in listing order, so waits
+ * of such different lengths would hold each other up. */
+static wn_waitq reading = WN_WAITQ_INIT;
 static apr_uint32_t log_post;
 
 /* Test hook (WinNTNGTestHook keepalive-in-thread): the fallback, a worker
@@ -26,7 +32,7 @@ static int associate(wn_ctx *ctx)
     return !in_thread() && wn_waits_associate(ctx);
 }
 
-int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout)
+static int park_on(wn_waitq *q, wn_ctx *ctx, apr_interval_time_t timeout)
 {
     WSABUF none = { 0, NULL };
     DWORD flags = 0, err;
@@ -44,18 +50,18 @@ int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout)
     ctx->wait_op.kind = WN_OP_READABLE;
     /* Listed before the receive is posted: its completion may be taken
      * by another worker before WSARecv even returns. */
-    wn_waitq_add(&parked, ctx, apr_time_now() + timeout);
+    wn_waitq_add(q, ctx, apr_time_now() + timeout);
 
     if (WSARecv(ctx->s, &none, 1, NULL, &flags, &ctx->wait_op.ov, NULL) == 0) {
         if (!ctx->skips_port)
             return 0;        /* its completion is queued all the same */
-        wn_waitq_remove(&parked, ctx);
+        wn_waitq_remove(q, ctx);
         return 2;            /* no completion comes: serve on */
     }
     if ((err = WSAGetLastError()) == WSA_IO_PENDING)
         return 0;
 
-    wn_waitq_remove(&parked, ctx);
+    wn_waitq_remove(q, ctx);
     if (err == WSAECONNRESET || err == WSAECONNABORTED)
         return 1;            /* the client is gone: close */
     wn_log_once(&log_post, APLOG_WARNING, APR_FROM_OS_ERROR(err), WN_TAG
@@ -64,11 +70,22 @@ int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout)
     return -1;
 }
 
+int wn_keepalive_park(wn_ctx *ctx, apr_interval_time_t timeout)
+{
+    return park_on(&parked, ctx, timeout);
+}
+
+int wn_keepalive_park_reading(wn_ctx *ctx, apr_interval_time_t timeout)
+{
+    return park_on(&reading, ctx, timeout);
+}
+
 int wn_keepalive_woken(wn_ctx *ctx)
 {
     DWORD bytes = 0, flags = 0;
 
-    wn_waitq_remove(&parked, ctx);
+    if (!wn_waitq_remove(&parked, ctx))
+        wn_waitq_remove(&reading, ctx);
     /* Data or the client's EOF: resume (a read then sees which).  An
      * error, cancelled by the timeout or a stop included: close. */
     return WSAGetOverlappedResult(ctx->s, &ctx->wait_op.ov, &bytes, FALSE, &flags)
@@ -78,14 +95,21 @@ int wn_keepalive_woken(wn_ctx *ctx)
 void wn_keepalive_expire(apr_time_t now)
 {
     wn_waitq_expire(&parked, now, -1, NULL);
+    wn_waitq_expire(&reading, now, -1, NULL);
 }
 
 void wn_keepalive_close_all(void)
 {
     wn_waitq_expire(&parked, 0, INT_MAX, NULL);
+    wn_waitq_expire(&reading, 0, INT_MAX, NULL);
 }
 
 int wn_keepalive_count(void)
 {
     return (int)parked.count;
+}
+
+int wn_keepalive_reading_count(void)
+{
+    return (int)reading.count;
 }

@@ -8,6 +8,8 @@
 #include "mpm_common.h"
 #include "ap_mpm.h"
 #include "apr_strings.h"
+#include "apr_file_info.h"
+#include "apr_lib.h"
 #include "apr_optional.h"
 #include "http_core.h"
 
@@ -40,6 +42,9 @@ static int wn_query(int query_code, int *result, apr_status_t *rv)
         break;
     case AP_MPMQ_IS_ASYNC:
         *result = 1;          /* keep-alive waits on the port (wn_keepalive.c) */
+        break;
+    case AP_MPMQ_CAN_WAITIO:
+        *result = 1;          /* CONN_STATE_ASYNC_WAITIO too (wn_conn.c) */
         break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:
         *result = wn_run.process_slots;
@@ -114,6 +119,15 @@ static const char *default_server_root(apr_pool_t *p)
     return root;
 }
 
+static const char *lower_case(apr_pool_t *p, const char *s)
+{
+    char *out = apr_pstrdup(p, s), *c;
+
+    for (c = out; *c; c++)
+        *c = apr_tolower(*c);
+    return out;
+}
+
 /* Runs before httpd parses its own arguments: takes -k and -n (the
  * service commands are wn_service.c's), puts the default ServerRoot first
  * (a -d given by the user comes later and wins) and, in a child, reads
@@ -149,8 +163,14 @@ static void wn_rewrite_args(process_rec *process)
     }
     for (i = 1; i < process->argc; i++) {
         const char *a = process->argv[i];
-        if (i > 0 && (strcmp(a, "-k") == 0 || strcmp(a, "-n") == 0)) {
-            const char *val = i + 1 < process->argc ? process->argv[i + 1] : NULL;
+        if (strcmp(a, "-w") == 0) {         /* not httpd's: ours to take */
+            wn_hold_console_on_error();
+            continue;
+        }
+        if (a[0] == '-' && (a[1] == 'k' || a[1] == 'n')) {
+            /* "-k stop" or, as apr_getopt lets stock httpd take it, "-kstop" */
+            const char *val = a[2] ? a + 2
+                              : i + 1 < process->argc ? process->argv[++i] : NULL;
             if (!val) {
                 fprintf(stderr, WN_TAG "%s needs a value\n", a);
                 exit(APEXIT_INIT);
@@ -158,8 +178,7 @@ static void wn_rewrite_args(process_rec *process)
             if (a[1] == 'n')
                 service_name = val;
             else
-                wn_signal_arg = val;
-            i++;
+                wn_signal_arg = lower_case(process->pool, val);   /* -k Stop too */
             continue;
         }
         *(const char **)apr_array_push(args) = a;

@@ -56,6 +56,7 @@ static int show_counters(request_rec *r, int flags)
         ap_rprintf(r, "WinNTNGWorkersBusy: %ld\n", (long)wn_stats.workers_busy);
         ap_rprintf(r, "WinNTNGConnections: %ld\n", (long)wn_stats.connections);
         ap_rprintf(r, "WinNTNGKeepAliveParked: %d\n", wn_keepalive_count());
+        ap_rprintf(r, "WinNTNGReadingParked: %d\n", wn_keepalive_reading_count());
         ap_rprintf(r, "WinNTNGClosing: %d\n", wn_close_count());
         ap_rprintf(r, "WinNTNGChildPid: %lu\n", (unsigned long)wn_my_pid);
         show_serving_pids(r);

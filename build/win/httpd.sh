@@ -95,8 +95,11 @@ build_ng() {  # $1 = build dir, $2 = install prefix (new), $3 = stock's install 
            $(find "$COMMON_DIR" -maxdepth 1 -name '*.c' | LC_ALL=C sort); do
     srcs="$srcs${srcs:+;}$f"
   done
+  # A call without a declaration would truncate a returned pointer on x64:
+  # an error here (httpd's own files in libhttpd make none).
   httpd_configure "$bld" -DMPM_NAME=mpm_winnt_ng "-DMPM_SOURCES=$srcs" \
-    "-DMPM_INCLUDE=$MPM_DIR;$COMMON_INC"
+    "-DMPM_INCLUDE=$MPM_DIR;$COMMON_INC" \
+    "-DCMAKE_C_FLAGS=-Werror=implicit-function-declaration"
   grep -q '^extern module mpm_winnt_ng_module;' "$bld/modules.c" \
     || die "ng: generated modules.c does not reference mpm_winnt_ng_module"
   run_logged cmake --build "$bld" -j "$JOBS" --target httpd

@@ -25,10 +25,10 @@ from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, ResponseReader
 from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
 from mpmng_py.netcounters import close_wait
 from mpmng_py.privhttpd import free_port
-from mpmng_py.tlscert import make_certificate
+from mpmng_py.h2raw import H2_PREFACE, h2_frames, h2_get_frame
+from mpmng_py.tlscert import client_context, make_certificate
 
 SIZES = (0, 1, 500, 16383, 16384, 16385, 100001, (1 << 20) + 7, 3 * (1 << 20) + 5)
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 def body_of(size):
@@ -42,17 +42,6 @@ def body_of(size):
 
 
 FILES = {"f%d.bin" % n: body_of(n) for n in SIZES}
-
-
-def client_context(version=None, alpn=None):
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if version:
-        ctx.minimum_version = ctx.maximum_version = version
-    if alpn:
-        ctx.set_alpn_protocols(alpn)
-    return ctx
 
 
 def threads_of(h):
@@ -428,36 +417,6 @@ class Http2(HttpdTestCase):
         h = self._downloads_across(graceful_stop)
         self.wait_gone([h.pid], 20, "the parent after its graceful stop")
         h.pid = None    # gone as asked: not a crash
-
-
-def h2_get_frame(stream, host, path, tls):
-    """A HEADERS frame (END_STREAM|END_HEADERS) for GET path: HPACK literal
-    fields without indexing, so no encoder is needed."""
-    def field(name, value):
-        name, value = name.encode(), value.encode()
-        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
-    block = (field(":method", "GET") + field(":scheme", "https" if tls else "http")
-             + field(":path", path) + field(":authority", host))
-    return (len(block).to_bytes(3, "big") + b"\x01\x05" + stream.to_bytes(4, "big")
-            + block)
-
-
-def h2_frames(sock, want):
-    """(type, stream, payload) of the frames in the first `want` bytes read."""
-    sock.settimeout(10)
-    buf = b""
-    while len(buf) < want:
-        more = sock.recv(want - len(buf))
-        if not more:
-            break
-        buf += more
-    out, pos = [], 0
-    while pos + 9 <= len(buf):
-        n = int.from_bytes(buf[pos:pos + 3], "big")
-        sid = int.from_bytes(buf[pos + 5:pos + 9], "big") & 0x7FFFFFFF
-        out.append((buf[pos + 3], sid, buf[pos + 9:pos + 9 + n]))
-        pos += 9 + n
-    return out
 
 
 def h2_read_until_end_of_stream(sock, stream):

@@ -358,6 +358,28 @@ class Lifecycle(unittest.TestCase):
         finally:
             h.kill()
 
+    def test_stock_command_line_forms(self):
+        """-k and -n as stock httpd takes them (apr_getopt): a value
+        attached ("-kstop") and in any case ("-k STOP"); -w accepted (it
+        holds only a console window of httpd's own: here it returns)."""
+        h = WinHttpd()
+        h.put("small.txt", b"x" * 500)
+        h.start()
+        try:
+            r = h.httpd("-w", "-t")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(b"Syntax OK", r.stdout + r.stderr)
+            r = h.httpd("-w", "-t", "-C", "NoSuchDirective x")
+            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(b"NoSuchDirective", r.stdout + r.stderr)
+            r = h.httpd("-kGRACEFUL")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = h.httpd("-k", "Stop")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            h.proc.wait(60)
+        finally:
+            h.kill()
+
     def test_graceful_restart_under_load(self):
         # No failed request.  The read errors once seen here (0-9 per run)
         # came from the second child's AcceptEx completions being queued to
