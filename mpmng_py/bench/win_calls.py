@@ -10,7 +10,7 @@ Counting the calls is exact and does not suffer from the machine's noise,
 unlike req/s.
 
     python3 -m mpmng_py.bench.win_calls [--requests 1000] [--servers stock,ng]
-                               [--workloads close,ka] [--keep-traces]
+                               [--workloads close,ka,tls-close,tls-ka] [--keep-traces]
 
 Each server runs alone on a private copy of the wineprefix with a fresh
 wineserver started with request tracing (WINEDEBUG=+server); after a
@@ -36,6 +36,7 @@ import time
 from mpmng_py.bench import BENCH
 from mpmng_py.bench.report import publish
 from mpmng_py.win import winhttpd
+from mpmng_py.win.tlswin import TlsWinHttpd
 from mpmng_py.win.winhttpd import WinHttpd, available
 
 # Debian keeps it out of PATH, beside wine64
@@ -44,7 +45,10 @@ WINESERVER = os.environ.get("WINESERVER", "/usr/lib/wine/wineserver")
 # One child each: the calls a request costs do not depend on how many
 # children share the load.
 SERVERS = {"stock": ("stock", ""), "ng": ("ng", "")}
-WORKLOADS = {"close": [], "ka": ["-k"]}
+# ab's arguments, and whether over TLS (mod_ssl: a full handshake per
+# connection, ab resumes no session)
+WORKLOADS = {"close": ([], False), "ka": (["-k"], False),
+             "tls-close": ([], True), "tls-ka": (["-k"], True)}
 CONF = "ThreadsPerChild 64\nLogLevel warn\nMaxKeepAliveRequests 0"
 # Calls made with the process's fd-cache lock held (Wine 8,
 # dlls/ntdll/unix/server.c: NtClose and uncached server_get_unix_fd).
@@ -66,9 +70,8 @@ def wine_env(prefix):
     return winhttpd.wine_env({"WINEPREFIX": prefix})
 
 
-def run_ab(port, n, extra):
-    out = subprocess.run(["ab", "-n", str(n), "-c", "10"] + extra
-                         + ["http://127.0.0.1:%d/small.txt" % port],
+def run_ab(url, n, extra):
+    out = subprocess.run(["ab", "-n", str(n), "-c", "10"] + extra + [url],
                          capture_output=True, text=True, timeout=1800).stdout
     m = re.search(r"Failed requests:\s+(\d+)", out)
     if not m or int(m.group(1)):
@@ -97,16 +100,21 @@ def measure(prefix, name, workload, n, keep=None):
     for flag in ("-k", "-w"):                  # kill, wait until it is gone
         subprocess.run([WINESERVER, flag], env=wine_env(prefix),
                        capture_output=True, timeout=60)
-    h = WinHttpd(flavour, extra=CONF + "\n" + extra, threads=64,
-                 env={"WINEPREFIX": prefix, "WINEDEBUG": "+server"})
+    args, tls = WORKLOADS[workload]
+    env = {"WINEPREFIX": prefix, "WINEDEBUG": "+server"}
+    if tls:
+        h = TlsWinHttpd(flavour, extra=CONF + "\n" + extra, threads=64, env=env)
+        url = "https://127.0.0.1:%d/small.txt" % h.tls_port
+    else:
+        h = WinHttpd(flavour, extra=CONF + "\n" + extra, threads=64, env=env)
+        url = "http://127.0.0.1:%d/small.txt" % h.port
     h.put("small.txt", b"x" * 500)
     try:
         h.start(timeout=300)
-        args = WORKLOADS[workload]
         log = os.path.join(h.dir, "console.log")
-        run_ab(h.port, 200, args)              # warm-up: threads, caches
+        run_ab(url, 200, args)                 # warm-up: threads, caches
         start = wait_quiet(log)
-        run_ab(h.port, n, args)
+        run_ab(url, n, args)
         end = wait_quiet(log)
     finally:
         h.stop()
@@ -145,7 +153,8 @@ def every_call(results, names, workloads):
 
 def summary(results, names, workloads, n, stamp):
     lines = ["# wineserver calls per request (%s)" % stamp, "",
-             "ab -n %d -c 10, 500 B file; `locked`: close_handle + "
+             "ab -n %d -c 10, 500 B file (tls-: over https, a full handshake per "
+             "connection); `locked`: close_handle + "
              "get_handle_fd, made holding the process's fd-cache lock." % n,
              ""]
     for wl in workloads:
