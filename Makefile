@@ -186,7 +186,7 @@ intree:
 
 # Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare) and
 # every module httpd builds for Windows, cross-built with mingw-w64 into
-# build/win/out/ (libraries cached by key in build/win/cache/libs/), tested
+# build/win/out/ (libraries cached by key in ~/.cache/mpm-ng/win-libs), tested
 # under wine64.  win-dist: the zip a Windows user unzips, in out/win/.
 win:
 	@build/deps.sh win

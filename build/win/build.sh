@@ -22,24 +22,27 @@
 # libraries it uses, so changing one recipe rebuilds it and what depends on it only.
 #
 # Environment:
-#   MPMNG_WIN_SRC      directory of Debian source packages (default build/win/cache/src;
-#                      missing tarballs are fetched with apt-get source --download-only)
-#   MPMNG_WIN_LIBS     where built libraries are kept by key (default build/win/cache/libs;
-#                      several checkouts may share one)
+#   MPMNG_WIN_SRC      directory of Debian source packages (default
+#                      ~/.cache/mpm-ng/win-src; missing tarballs are fetched with
+#                      apt-get source --download-only)
+#   MPMNG_WIN_LIBS     where built libraries are kept by key (default
+#                      ~/.cache/mpm-ng/win-libs: every checkout on the machine shares them,
+#                      so a new clone builds only httpd and our parts)
 #   MPMNG_WIN_MPM_DIR  MPM sources for "ng" (default: <repo>/mpm_winnt_ng)
 #   MPMNG_WIN_JOBS     parallel jobs (default 2)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-SRC=${MPMNG_WIN_SRC:-$HERE/cache/src}
+USER_CACHE=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mpm-ng
+SRC=${MPMNG_WIN_SRC:-$USER_CACHE/win-src}
 MPM_DIR=${MPMNG_WIN_MPM_DIR:-$REPO/mpm_winnt_ng}
 FHC_DIR=$REPO/mod_fhcache
 COMMON_DIR=$REPO/common      # helpers every module compiles in
 COMMON_INC=$REPO/include     # their headers
 JOBS=${MPMNG_WIN_JOBS:-2}
 CACHE=$HERE/cache
-LIBS=${MPMNG_WIN_LIBS:-$CACHE/libs}
+LIBS=${MPMNG_WIN_LIBS:-$USER_CACHE/win-libs}
 OUT=$HERE/out
 LOGS=$OUT/logs
 WORK=$CACHE/work
@@ -172,7 +175,9 @@ merge_libs() {  # $1 = destination
   local lib tmp=$1.tmp
   rm -rf "$tmp"; mkdir -p "$tmp"
   for lib in $LIB_ORDER; do
-    cp -al "$LIBS/$lib-${LIB_KEY[$lib]}/." "$tmp/"
+    # hard links where $LIBS is on the same file system, copies elsewhere
+    cp -al "$LIBS/$lib-${LIB_KEY[$lib]}/." "$tmp/" 2>/dev/null \
+      || cp -a "$LIBS/$lib-${LIB_KEY[$lib]}/." "$tmp/"
   done
   rm -f "$tmp/.key"
   mv "$tmp" "$1"
@@ -234,6 +239,7 @@ write_build_info() {  # $1 = prefix, $2 = part, $3 = key, $4 = MPM sources (ng)
   local lib
   { echo "part=$2"; echo "key=$3"; echo "deps_key=$DEPS_KEY"
     echo "mpm_module=mpm_winnt$([ "$2" = ng ] && echo _ng)_module"
+    echo "httpd_source=$SRC/$(awk '{print $2}' <<<"$HTTPD_SOURCE")"
     [ -z "$4" ] || echo "mpm_sources=$4"
     echo "modules=$(built_modules "$1")"
     for lib in $LIB_ORDER; do echo "lib_$lib=$(recipe_var "$lib" SOURCE | awk '{print $1}')"; done
@@ -270,6 +276,8 @@ for lib in $LIB_ORDER; do
   LIB_KEY[$lib]=$(lib_key "$lib")
 done
 t0=$(now)
+exec 8>"$LIBS/.lock"          # other checkouts share $LIBS
+flock 8
 for lib in $LIB_ORDER; do
   build_lib "$lib"
 done
@@ -279,7 +287,8 @@ if [ ! -d "$OUT/deps-$DEPS_KEY" ]; then
   publish_link "deps-$DEPS_KEY" deps
 fi
 DEPS=$OUT/deps-$DEPS_KEY
-echo "libs: up to date in $(( $(now) - t0 ))s (key $DEPS_KEY)"
+flock -u 8
+echo "libs: up to date in $(( $(now) - t0 ))s (key $DEPS_KEY, $LIBS)"
 
 declare -A KEYS
 for p in "${PARTS[@]}"; do

@@ -58,7 +58,8 @@ done
 cp -L "$FHC/mod_fhcache.so" "$a/modules/"
 cp -rL "$(readlink -f "$HERE/out/deps")/licenses/." "$a/licenses/"
 # httpd's own LICENSE and NOTICE, from the source it was built from
-tarball=${MPMNG_WIN_SRC:-$HERE/cache/src}/apache2_$version.orig.tar.gz
+tarball=$(sed -n 's/^httpd_source=//p' "$NG/build-info.txt")
+[ -f "$tarball" ] || die "httpd's source $tarball (build-info.txt) is gone: run build/win/build.sh"
 tar -xzf "$tarball" -C "$a" --strip-components=1 "httpd-$version/LICENSE" \
     "httpd-$version/NOTICE" || die "no LICENSE and NOTICE in $tarball"
 

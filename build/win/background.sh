@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs a command at the machine's lowest CPU and I/O priority, so that it
+# uses the CPU time other work leaves and slows that work as little as it
+# can: `make check` cross-builds Windows this way while the Linux stages run.
+#
+#   build/win/background.sh LOG COMMAND...
+#
+# Returns at once and prints the PID of the command, which leads a session
+# and process group of its own (kill -- -PID ends it with its children).
+# As root, the command runs in a cpu cgroup with cpu.idle=1 (Linux 5.15+):
+# the scheduler runs it only when nothing else wants the CPU.  Elsewhere
+# its session's autogroup is niced to 19 (a plain nice has no effect
+# across autogroups), or, without autogroups, the command is.  I/O class idle.
+set -u
+log=$1; shift
+cg=/sys/fs/cgroup/cpu/mpmng-background
+(
+  if mkdir -p "$cg" 2>/dev/null && echo 1 > "$cg/cpu.idle" 2>/dev/null \
+      && echo $BASHPID > "$cg/cgroup.procs" 2>/dev/null; then
+    how="cpu cgroup $cg (cpu.idle 1)"
+  else
+    how=
+  fi
+  exec setsid bash -c '
+    how=$1; shift
+    if [ -z "$how" ]; then
+      if echo 19 > /proc/self/autogroup 2>/dev/null; then how="autogroup nice 19"
+      else how="nice 19"; fi
+    fi
+    echo "background: $how"
+    exec ionice -c3 nice -n 19 "$@"' background "$how" "$@"
+) >"$log" 2>&1 </dev/null &
+echo $!
