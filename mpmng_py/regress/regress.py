@@ -63,18 +63,19 @@ def wait_runs(batch, reaper, what="t/TEST"):
         time.sleep(1)
 
 
-def retry_regressions(a, b, pa, pb, reaper):
+def retry_regressions(a, b, pa, pb, reaper, results=RESULTS):
     """Test files that failed with B only are run once more with B.  Those
-    that pass then are flaky: reported, not counted as regressions."""
+    that pass then are flaky: reported, not counted as regressions.  The
+    re-run's logs go to `results` (mpmng_py.winregress passes its own)."""
     cands = sorted(n for n in failing(pb[0], pb[2]) - failing(pa[0], pa[2])
                    if not n.startswith("("))
     if not cands or os.environ.get("REGRESS_RETRY", "1") == "0":
         return
     log("regress: [%s] re-running %d test file(s) that failed only with %s: %s" % (
         b.mpm, len(cands), b.mpm, " ".join(cands)))
-    logfile = os.path.join(RESULTS, b.mpm + ".retry.log")
+    logfile = os.path.join(results, b.mpm + ".retry.log")
     b.launch(reaper, tests=cands, logfile=logfile,
-             errfile=os.path.join(RESULTS, b.mpm + ".retry.err"))
+             errfile=os.path.join(results, b.mpm + ".retry.err"))
     wait_runs([b], reaper, "retry")
     again, _ = parse_log(logfile)
     for n in cands:

@@ -17,7 +17,11 @@ def write_results(run_, results, info, known):
         if run_.fhcache:
             f.write("# fhcache: FHCache On, %d responses served by mod_fhcache\n"
                     % getattr(run_, "fhcache_count", 0))
-        f.write("# apache2: %s\n" % apache_version())
+        # a runner with another server (mpmng_py.winregress) names it itself
+        version = getattr(run_, "server_version", None)
+        f.write("# %s\n" % version if version else "# apache2: %s\n" % apache_version())
+        for line in getattr(run_, "header_lines", ()):
+            f.write("# %s\n" % line)
         with open(os.path.join(CACHE, "SOURCE")) as s:
             f.write("# suite: perl-framework from %s\n" % s.read().strip())
         f.write("# harness: %s | Result: %s\n" % (info["files_line"] or "(no totals line)",
