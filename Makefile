@@ -45,7 +45,7 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit unit-run fuzz integration regress deps demo demo-stop install \
-        uninstall bench clean win win-dist win-check win-bench deb intree soak FORCE
+        uninstall bench clean win win-dist win-check win-regress win-bench deb intree soak FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -197,6 +197,13 @@ win-dist: win
 
 win-check: win-dist
 	python3 -m mpmng_py.win
+
+# httpd's perl-framework against httpd.exe under wine64: stock mpm_winnt vs
+# mpm_winnt_ng, each also with mod_fhcache (test/win/regress/README.md).
+# make check runs the short list (stock vs ng+fhcache, --subset mpm).
+win-regress: win
+	@build/deps.sh base test regress win
+	python3 -m mpmng_py.winregress stock ng --with-fhcache
 
 win-bench: win
 	@build/deps.sh bench

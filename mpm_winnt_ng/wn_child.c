@@ -155,7 +155,6 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
 
     serve_until_told(exit_event, tick_event);
 
-    wn_mpm_state = AP_MPMQ_STOPPING;
     ap_scoreboard_image->parent[wn_slot].not_accepting = 1;
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu stops accepting; finishing %ld open connections "
@@ -163,6 +162,11 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
                  (unsigned long)wn_my_pid, (long)wn_stats.connections,
                  wn_keepalive_count());
     wn_accept_stop(tick_connections);
+    /* Only now: the AcceptEx calls still posted hand this child new
+     * connections until wn_accept_stop returns, and a module told STOPPING
+     * ends those at once (mod_http2 answered a new connection's first
+     * stream with GOAWAY and closed it unanswered). */
+    wn_mpm_state = AP_MPMQ_STOPPING;
     drain_connections(wn_drain_time());
     busy = wn_workers_stop(apr_time_from_sec(2));
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG

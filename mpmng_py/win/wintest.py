@@ -6,11 +6,25 @@ import re
 import subprocess
 import threading
 import time
+import unittest
 
 from mpmng_py import ROOT
 from mpmng_py.win.winhttpd import WINE, wine_env
 
 TOOLS = os.path.join(ROOT, "test", "win", "tools")
+
+
+# `python3 -m mpmng_py.win --short` (make check) sets this.
+SHORT_ENV = "MPMNG_WIN_SHORT"
+
+
+def long_test(why):
+    """Marks a test that `make check` skips (`make win-check` runs it):
+    `why` names the shorter test that covers the same ground."""
+    def mark(fn):
+        return unittest.skipIf(os.environ.get(SHORT_ENV) == "1",
+                               "long; make win-check runs it (%s)" % why)(fn)
+    return mark
 
 
 class WinTool:

@@ -4,7 +4,10 @@
 #
 #   static  ./configure --with-mpm=reuseport --enable-fhcache
 #           the MPM linked into httpd; the whole integration suite runs
-#           against that binary and its own modules
+#           against that binary and its own modules (with --short, as
+#           `make check` runs it: the serving, restart, listener, status,
+#           configuration and TLS tests; the integration stage has run the
+#           whole suite against the same sources built as modules)
 #   shared  ./configure --enable-mpms-shared=all --with-mpm=reuseport
 #           mod_mpm_reuseport.so beside the stock MPMs; the serving tests
 #           run with it, and the stock event MPM from the same build starts
@@ -14,6 +17,8 @@
 # out/intree/ (MPMNG_INTREE_DIR); the source tarball is kept between runs.
 # Last line: "intree: N passed, N failed, N skipped".
 set -uo pipefail
+SHORT=
+[ "${1:-}" = --short ] && SHORT=1
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=${MPMNG_INTREE_DIR:-$top/out/intree}
 logs=$work/logs
@@ -100,8 +105,11 @@ check "shared: no MPM compiled in" \
 mkdir -p "$work/out-static" "$work/out-shared"
 ln -sf "$S/modules/mod_fhcache.so" "$work/out-static/"
 ln -sf "$M/modules/mod_fhcache.so" "$M/modules/mod_mpm_reuseport.so" "$work/out-shared/"
+static_tests=()
+[ -n "$SHORT" ] && static_tests=(-k test_serving -k test_restart -k test_listeners
+                                 -k test_status_numbers -k test_config -k test_tls_h2)
 suite static -C "$top" APACHE2="$S/bin/httpd" MPMNG_SYSMODS="$S/modules" MPMNG_STATIC_MPM=reuseport \
-    MPMNG_OUT="$work/out-static" python3 -m mpmng_py.integration
+    MPMNG_OUT="$work/out-static" python3 -m mpmng_py.integration "${static_tests[@]}"
 suite shared -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
     MPMNG_OUT="$work/out-shared" python3 -m mpmng_py.integration -k test_serving
 suite shared-event -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \

@@ -10,7 +10,7 @@ import time
 import unittest
 
 from mpmng_py.win.winhttpd import WinHttpd, available, wine_env, winpath
-from mpmng_py.win.wintest import assert_no_failed_request, payload, under_load, wrk
+from mpmng_py.win.wintest import assert_no_failed_request, long_test, payload, under_load, wrk
 
 PID_LOG = 'LogFormat "%P" pidonly\nCustomLog "{d}/logs/pids.log" pidonly\n'
 
@@ -141,6 +141,7 @@ class TwoChildren(unittest.TestCase):
         finally:
             h.stop()
 
+    @long_test("Lifecycle.test_max_connections_per_child_replaces_the_child_seamlessly")
     def test_max_connections_per_child_retires_one_child_at_a_time(self):
         h = two_children("MaxConnectionsPerChild 150")
         try:
@@ -161,6 +162,7 @@ class TwoChildren(unittest.TestCase):
         finally:
             h.stop()
 
+    @long_test("the other TwoChildren restarts")
     def test_a_restart_may_lower_the_count_but_not_raise_it(self):
         h = two_children()
         try:

@@ -192,6 +192,27 @@ AddOutputFilterByType DEFLATE text/html text/plain
         rc, out = self.httpd("-V")
         self.assertIn("WinNT-NG", out)
 
+    def test_02b_every_module_in_the_zip_loads(self):
+        """A module whose DLL imports one the zip lacks (libxml2.dll once
+        imported libwinpthread-1.dll) stops httpd at LoadModule: load them
+        all once.  The MPM is compiled in; mod_fhcache stays off."""
+        lines = []
+        for so in sorted(glob.glob(os.path.join(self.root, "modules", "mod_*.so"))):
+            name = os.path.basename(so)[len("mod_"):-len(".so")]
+            lines.append("<IfModule !%s_module>\nLoadModule %s_module modules/%s\n"
+                         "</IfModule>" % (name, name, os.path.basename(so)))
+        self.assertGreater(len(lines), 100)
+        every = os.path.join(self.tmp, "every-module.conf")
+        with open(every, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        rc, out = self.httpd("-t", "-c", "Include " + winpath(every))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("Syntax OK", out)
+        rc, out = self.httpd("-M", "-c", "Include " + winpath(every))
+        loaded = set(re.findall(r"^ (\w+)_module \(shared\)", out, re.M))
+        for mod in ("xml2enc", "proxy_html", "ssl", "http2", "lua", "md", "brotli"):
+            self.assertIn(mod, loaded, out[-2000:])
+
     def test_03_a_test_certificate_from_the_zips_openssl(self):
         bin_dir = os.path.dirname(self.exe)
         rc, out = self.pfx.run(os.path.join(bin_dir, "openssl.exe"), "req", "-x509",

@@ -9,7 +9,7 @@ import unittest
 
 from mpmng_py.holdconns import Holder
 from mpmng_py.win.winhttpd import WinHttpd, available, parse_response, wine_env
-from mpmng_py.win.wintest import assert_no_failed_request, payload, under_load, wrk
+from mpmng_py.win.wintest import assert_no_failed_request, long_test, payload, under_load, wrk
 
 SIZES = {"empty.bin": 0, "one.bin": 1, "small.txt": 500, "mid.bin": 65536,
          "large.bin": 1 << 20, "huge.bin": 10 << 20}
@@ -187,12 +187,14 @@ class Recycling(unittest.TestCase):
         self.assertIn("no method passed the start-up check", log)
         self.assertEqual(st["WinNTNGSocketsRecycled"], "0")
 
+    @long_test("the default recycling, in every other test")
     def test_transmitfile_forced(self):
         reqs, bad, st, log, out = self.run_load("AcceptSocketReuse transmitfile")
         self.assertEqual(bad, 0, out)
         self.assertEqual(st["WinNTNGRecycleMethod"], "TransmitFile")
         self.assertGreater(int(st["WinNTNGSocketsRecycled"]), 50)
 
+    @long_test("the default recycling, in every other test")
     def test_shared_listener_path_by_event_wait(self):
         # What a second child on real Windows takes: the listener belongs
         # to another process's completion port.
@@ -221,6 +223,7 @@ class Recycling(unittest.TestCase):
         finally:
             h.stop()
 
+    @long_test("Tls.test_accept_filter_https_connect_and_none")
     def test_accept_filter_data_is_served_as_connect(self):
         reqs, bad, st, log, out = self.run_load("AcceptFilter http data")
         self.assertEqual(bad, 0, out)
@@ -380,6 +383,7 @@ class Lifecycle(unittest.TestCase):
         finally:
             h.kill()
 
+    @long_test("TwoChildren.test_graceful_restart_replaces_both_with_no_failed_request")
     def test_graceful_restart_under_load(self):
         # No failed request.  The read errors once seen here (0-9 per run)
         # came from the second child's AcceptEx completions being queued to
