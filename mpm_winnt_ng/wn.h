@@ -280,6 +280,10 @@ typedef struct wn_recycle_plan {
     wn_reuse_method method;   /* WN_METHOD_CLOSE: never */
     int server_first;         /* while the client is still connected */
     int after_shutdown;       /* after our shutdown and the client's EOF */
+    /* after the client's EOF: 0 never; 1 our shutdown first (a client
+     * that only half-closed gets our FIN); 2 without it (a forced method
+     * whose check failed: Wine's socket cannot send after a shutdown) */
+    int after_client_eof;
 } wn_recycle_plan;
 wn_recycle_plan wn_recycle_current(void);
 /* Posts the reuse of ctx->s (ctx->wait_op, WN_OP_RECYCLE, on the port);

@@ -110,7 +110,7 @@ static end_way choose_end(wn_ctx *ctx, conn_rec *c)
     if (reusable && plan.server_first && !client_sent_more(ctx->s))
         return END_REUSE;
     if (reusable && !plan.server_first && !plan.after_shutdown
-        && client_first_worth_it()) {
+        && plan.after_client_eof && client_first_worth_it()) {
         ctx->fin_sent = 0;       /* the client's close first, or no reuse */
         ctx->recycle_after = 1;
         return END_LINGER;
@@ -319,14 +319,22 @@ void wn_close_finish(wn_ctx *ctx)
     }
 }
 
-/* Before our FIN: the client's EOF means it closed first (reuse); its
- * data sends the FIN and lingers on.  1: read again. */
+/* Before our FIN: the client's EOF means it closed first, or only its
+ * sending half (it may wait for our FIN to end its read: httpd's
+ * hostcheck.t does): our FIN goes out, then the socket is reused (a
+ * forced method whose check failed reuses it without).  Its data sends
+ * the FIN and lingers on.  1: read again. */
 static int client_close_awaited(wn_ctx *ctx, int eof, int data,
                                 int timed_out)
 {
     client_wait_over(eof);
     if (eof) {
-        linger_done(ctx, 1);
+        if (wn_recycle_current().after_client_eof == 2) {
+            linger_done(ctx, 1);
+            return 0;
+        }
+        ctx->fin_sent = 1;
+        linger_done(ctx, shutdown(ctx->s, SD_SEND) == 0);
         return 0;
     }
     if (data || timed_out) {

@@ -21,6 +21,7 @@ LPFN_DISCONNECTEX wn_DisconnectEx;
 
 static wn_reuse_state reuse;
 static int reuse_after_shutdown;       /* passed the third check */
+static int reuse_after_client_eof;     /* wn_recycle_plan.after_client_eof */
 static SRWLOCK reuse_lock = SRWLOCK_INIT;
 static volatile LONG reuse_trusted;    /* no more checks: see wn_reuse_needs_check */
 static apr_uint32_t log_disabled, log_failed;
@@ -121,8 +122,12 @@ static int probe_round(SOCKET lsn, SOCKET acc, struct sockaddr_in *at,
  * its EOF, then recycle.  Server first: we recycle while the client is
  * connected; the method's disconnect must deliver our FIN.  After
  * shutdown (lingering close): we shut down sending, the client sees our
- * FIN and closes, we read its EOF, then recycle. */
-typedef enum { END_CLIENT_FIRST, END_SERVER_FIRST, END_AFTER_SHUTDOWN } end_way;
+ * FIN and closes, we read its EOF, then recycle.  After the client's EOF:
+ * the client shuts down sending (it may still read: a half-close), we
+ * read its EOF and shut down ours, it sees our FIN, then we recycle. */
+typedef enum {
+    END_CLIENT_FIRST, END_SERVER_FIRST, END_AFTER_SHUTDOWN, END_AFTER_CLIENT_EOF
+} end_way;
 
 static int probe_end_client_first(SOCKET acc, SOCKET cli)
 {
@@ -151,6 +156,32 @@ static int probe_end_after_shutdown(SOCKET acc, SOCKET cli)
     return probe_end_client_first(acc, cli) && ok;    /* closes cli */
 }
 
+static int probe_end_after_client_eof(SOCKET acc, SOCKET cli)
+{
+    char c;
+    DWORD ms = 2000;
+    int ok;
+
+    setsockopt(acc, SOL_SOCKET, SO_RCVTIMEO, (char *)&ms, sizeof ms);
+    /* cli has a 2 s receive timeout from exchange_byte() */
+    ok = shutdown(cli, SD_SEND) == 0 && recv(acc, &c, 1, 0) == 0
+         && shutdown(acc, SD_SEND) == 0 && recv(cli, &c, 1, 0) == 0;
+    closesocket(cli);
+    return ok;
+}
+
+static int probe_end(end_way way, SOCKET acc, SOCKET cli)
+{
+    switch (way) {
+    case END_CLIENT_FIRST:
+        return probe_end_client_first(acc, cli);
+    case END_AFTER_SHUTDOWN:
+        return probe_end_after_shutdown(acc, cli);
+    default:
+        return probe_end_after_client_eof(acc, cli);
+    }
+}
+
 static int probe(wn_reuse_method m, end_way way)
 {
     SOCKET lsn, acc, cli1 = INVALID_SOCKET, cli2 = INVALID_SOCKET;
@@ -175,10 +206,8 @@ static int probe(wn_reuse_method m, end_way way)
     if (way == END_SERVER_FIRST)
         ok = reuse_socket(acc, m, event) && probe_client_sees_eof(cli1);
     else {
-        ok = (way == END_CLIENT_FIRST ? probe_end_client_first(acc, cli1)
-                                      : probe_end_after_shutdown(acc, cli1))
-             && reuse_socket(acc, m, event);
-        cli1 = INVALID_SOCKET;
+        ok = probe_end(way, acc, cli1) && reuse_socket(acc, m, event);
+        cli1 = INVALID_SOCKET;   /* the probe closed it */
     }
     ok = ok && probe_round(lsn, acc, &at, event, &cli2);
 done:
@@ -227,8 +256,24 @@ apr_status_t wn_recycle_setup(SOCKET any_listener, int family)
                              && probe(m, END_SERVER_FIRST));
     reuse_after_shutdown = m != WN_METHOD_CLOSE
                            && probe(m, END_AFTER_SHUTDOWN);
+    /* A method forced by AcceptSocketReuse is trusted where its check
+     * fails (Wine: our FIN then leaves only when the socket takes its next
+     * connection, so a client that half-closed waits for that). */
+    reuse_after_client_eof = m == WN_METHOD_CLOSE ? 0
+                           : probe(m, END_AFTER_CLIENT_EOF) ? 1
+                           : mode != WN_REUSE_AUTO ? 2 : 0;
 
-    if (mode == WN_REUSE_OFF)
+    if (m != WN_METHOD_CLOSE && !reuse.server_first && !reuse_after_shutdown
+        && !reuse_after_client_eof) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
+                     "accept sockets are closed after each connection: %s "
+                     "reuses them, but no way of ending a connection passed "
+                     "the start-up check (our FIN would leave late: Wine)",
+                     method_name(m));
+        m = WN_METHOD_CLOSE;
+        wn_reuse_init(&reuse, m, 0);
+    }
+    else if (mode == WN_REUSE_OFF)
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                      "accept sockets are closed after each connection "
                      "(AcceptSocketReuse off)");
@@ -241,10 +286,16 @@ apr_status_t wn_recycle_setup(SOCKET any_listener, int family)
     else
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                      "accept sockets are recycled with %s: when the server "
-                     "closes %s, after a lingering close %s",
+                     "closes %s, after a lingering close %s, after the "
+                     "client's close %s",
                      method_name(m),
                      reuse.server_first ? "yes" : "no (check failed)",
-                     reuse_after_shutdown ? "yes" : "no (check failed)");
+                     reuse_after_shutdown ? "yes" : "no (check failed)",
+                     reuse_after_client_eof == 1 ? "yes"
+                     : reuse_after_client_eof == 2
+                       ? "no (check failed; forced: reused without our FIN, "
+                         "a client that half-closed waits for it)"
+                       : "no (check failed)");
     return APR_SUCCESS;
 }
 
@@ -258,6 +309,7 @@ wn_recycle_plan wn_recycle_current(void)
     p.method = reuse.method;
     p.server_first = reuse.server_first;
     p.after_shutdown = reuse.method != WN_METHOD_CLOSE && reuse_after_shutdown;
+    p.after_client_eof = reuse.method != WN_METHOD_CLOSE ? reuse_after_client_eof : 0;
     ReleaseSRWLockShared(&reuse_lock);
     return p;
 }

@@ -66,10 +66,7 @@ SUBSET_MPM = [
     "t/apache/etags.t",                                # validators
     "t/apache/getfile.t",                              # the docroot, sendfile/mmap
     "t/apache/rwrite.t",                               # large responses
-    # t/apache/hostcheck.t (the client half-closes after its request) is
-    # left out: mpm_winnt_ng keeps such a connection until KeepAliveTimeout
-    # under Wine, an open regression (test/win/regress/README.md); `make
-    # win-regress` runs and reports it.
+    "t/apache/hostcheck.t",                            # the client half-closes
     "t/http11/basicauth.t", "t/http11/chunked.t", "t/http11/chunked2.t",
     "t/http11/clength.t", "t/http11/post.t",           # keep-alive connections
     "t/protocol/echo.t",                               # a protocol module's connection

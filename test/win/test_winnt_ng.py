@@ -133,16 +133,44 @@ class Serving(unittest.TestCase):
         self.assertRegex(out, r"Failed requests:\s+0\b", out)
         self.assertNotRegex(out, r"Non-2xx responses", out)
 
+    def test_a_client_that_half_closes_gets_the_response_and_the_close(self):
+        """httpd's t/apache/hostcheck.t: a request, then shutdown(SHUT_WR),
+        then read to EOF.  Recycling must not keep our FIN back (under Wine
+        a reused socket's FIN left only with its next connection)."""
+        for i in range(3):
+            with socket.create_connection(("127.0.0.1", self.h.port), timeout=10) as s:
+                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                s.shutdown(socket.SHUT_WR)
+                data = b""
+                t0 = time.monotonic()
+                while True:
+                    more = s.recv(65536)
+                    if not more:
+                        break
+                    data += more
+                self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:100])
+                self.assertLess(time.monotonic() - t0, 5)
+
     def test_accept_sockets_are_recycled(self):
+        """Where every way a connection can end passes the start-up check
+        (Windows), nearly every accept socket is reused.  Under Wine the
+        FIN of a reused socket leaves late or not at all: no end passes,
+        and auto mode closes every socket rather than keep a client that
+        half-closed waiting (Recycling.test_transmitfile_forced: reuse)."""
+        safe = "no way of ending a connection passed" not in self.h.error_log()
         before = self.h.status()
         reqs, errors, non2xx, out = wrk(self.h.port, seconds=3, conns=8, close=True)
         after = self.h.status()
         self.assertEqual(errors + non2xx, 0, out)
-        self.assertEqual(after["WinNTNGRecycleMethod"], "TransmitFile")
+        self.assertEqual(after["WinNTNGRecycleMethod"], "TransmitFile" if safe else "none")
         accepted = int(after["WinNTNGAccepted"]) - int(before["WinNTNGAccepted"])
         created = int(after["WinNTNGSocketsCreated"]) - int(before["WinNTNGSocketsCreated"])
         recycled = int(after["WinNTNGSocketsRecycled"]) - int(before["WinNTNGSocketsRecycled"])
         self.assertGreater(accepted, 100, out)
+        if not safe:
+            self.assertEqual(recycled, 0, (accepted, recycled, created))
+            self.assertGreaterEqual(created, accepted, (accepted, recycled, created))
+            return
         # nearly every connection reused a socket instead of a new one
         self.assertGreater(recycled, accepted * 0.8, (accepted, recycled, created))
         self.assertLess(created, accepted * 0.2, (accepted, recycled, created))
