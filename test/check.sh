@@ -163,6 +163,13 @@ done
 
 echo
 echo "check: stage times: ${durations[*]}; in all $(( $(date +%s) - CHECK_T0 ))s"
+# What failed, again at the end (CI keeps only the output's tail).
+for name in ${broken[@]+"${broken[@]}"}; do
+    [ -f "$LOG/$name.log" ] || continue
+    echo "check: from $LOG/$name.log:"
+    grep -E '^(FAIL|ERROR)|\*\*FAIL\*\*|FAILED:|Error:|regressions\): [1-9]|  - t/' \
+        "$LOG/$name.log" | tail -n 8 | cut -c1-300 | sed 's/^/    /'
+done
 [ ${#broken[@]} -eq 0 ] || echo "check: stages with failures: ${broken[*]}"
 echo "check: $passed passed, $failed failed"
 [ ${#broken[@]} -eq 0 ] && [ "$failed" -eq 0 ]

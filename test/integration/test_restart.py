@@ -82,12 +82,15 @@ class SeamlessRestart(HttpdTestCase):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
         self.assertEqual(sum(rres.values()), 0, msg)
-        # p99 within 2x of the same load without restarts (1 ms of slack
-        # for sub-millisecond baselines on a 2-core machine).
+        # p99 within 2x of the same load without restarts, plus 10 ms: on
+        # 2 cores the restarts' own work (reading the configuration,
+        # forking) and make check's background build move p99 by tens of
+        # percent (54.5 ms against 26.6 once, no failed request); a stall
+        # behind a restart costs hundreds of milliseconds.
         pairs = ((bf, rf, "new connections"), (bk, rk, "keep-alive"))
         for b, r, what in () if SANITIZED else pairs:
             self.assertIsNotNone(r.p99, msg)
-            self.assertLessEqual(r.p99, 2 * b.p99 + 1.0,
+            self.assertLessEqual(r.p99, 2 * b.p99 + 10.0,
                                  "%s: p99 %.1f ms with restarts vs %.1f ms "
                                  "without\n%s" % (what, r.p99, b.p99, msg))
 
