@@ -379,14 +379,22 @@ static LONG pending_total(void)
 
 /* tick: the child's timers go on meanwhile (a closing connection may be
  * waiting for its FIN from them). */
-static void wait_pending(int ms, void (*tick)(void))
+/* Waits up to `ms` while calls are posted, or until none has completed
+ * for `quiet_ms`: with no client coming, the calls are not waited out. */
+static void wait_pending(int ms, int quiet_ms, void (*tick)(void))
 {
-    int waited;
+    int waited, still = 0;
+    long last = pending_total(), now;
 
-    for (waited = 0; waited < ms && pending_total(); waited += 10) {
+    for (waited = 0; waited < ms && last; waited += 10) {
         Sleep(10);
         if (waited % 20 == 0)
             tick();
+        now = pending_total();
+        still = now == last ? still + 10 : 0;
+        last = now;
+        if (quiet_ms && still >= quiet_ms)
+            break;
     }
 }
 
@@ -399,14 +407,15 @@ void wn_accept_stop(void (*tick)(void))
     /* Under load the posted calls complete with connections within
      * moments (nothing is reposted): serve those rather than cancel them.
      * Cancelling races a connection being attached to the call, and Wine
-     * then drops that connection. */
-    wait_pending(10000, tick);
+     * then drops that connection.  Once none has completed for 300 ms no
+     * client is coming: a stop or restart of a quiet server took 10 s. */
+    wait_pending(10000, 300, tick);
     for (l = wn_listeners; l; l = l->next)
         if (l->accf != WN_ACCF_NONE && l->pending)
             CancelIoEx((HANDLE)l->s, NULL);
     /* Workers dequeue the cancelled (or just-completed) calls: a call that
      * completed with a connection before the cancel is served. */
-    wait_pending(5000, tick);
+    wait_pending(5000, 0, tick);
     for (l = wn_listeners; l; l = l->next) {
         if (l->thread) {
             WaitForSingleObject(l->thread, 2000);
