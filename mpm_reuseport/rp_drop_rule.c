@@ -36,21 +36,26 @@ void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
     b->share = 0;
 }
 
-/* No more noise in all than ACKs the namespace discarded (connections
- * queued with syncookies, or queued again after a refusal, discarded none
- * this time): scaled down to that, what is left of the buckets' rises
- * holds every refusal of ours. */
+/* The buckets' noise made to add up to the ACKs the namespace discarded:
+ * scaled down when it is more (connections queued with syncookies, or
+ * queued again after a refusal, discarded none this time), up when it is
+ * less (a client slow to send its request has its ACK discarded again at
+ * each SYN-ACK retransmit; as room, such noise took refusals that the
+ * refusing bucket's counter showed a sample later: a bucket that refused
+ * nothing was given 7 of 30 on a loaded machine), never above a bucket's
+ * rise.  What is left of the buckets' rises holds every refusal of ours. */
 static void fit_noise(rp_drop_bucket *b, int n, uint64_t acks)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, scaled;
     int i;
 
     for (i = 0; i < n; i++) {
         total += b[i].noise;
     }
     for (i = 0; i < n; i++) {
-        if (total > acks) {
-            b[i].noise = (uint32_t)(b[i].noise * acks / total);
+        if (total > 0 && total != acks) {
+            scaled = (uint64_t)b[i].noise * acks / total;
+            b[i].noise = (uint32_t)(scaled < b[i].rise ? scaled : b[i].rise);
         }
         b[i].excess = b[i].rise - b[i].noise;
     }

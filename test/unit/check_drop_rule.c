@@ -197,6 +197,23 @@ START_TEST(a_refusal_read_before_its_socket_shows_it_is_given_next_sample)
 }
 END_TEST
 
+START_TEST(retransmitted_acks_do_not_take_a_lagging_refusal)
+{
+    /* Bucket 0 serves 20 clients slow to send their requests: the kernel
+     * discarded their ACK again at each SYN-ACK retransmit, 10 more in
+     * all (on its counter and in TCPDeferAcceptDrop).  Bucket 1 refused 5
+     * between the glue's reads (in ListenDrops, not yet on its socket).
+     * The 10 are noise, not room for the 5: carried, then bucket 1's. */
+    serve(0, 20);
+    w.sk[0] += 10;
+    w.acks += 10;
+    w.refused += 5;
+    gives(0, 0, 5);
+    w.sk[1] += 10;
+    gives(0, 5, 0);
+}
+END_TEST
+
 START_TEST(noise_is_no_more_than_the_acks_the_namespace_discarded)
 {
     /* Bucket 1 queued 50 with syncookies (no ACK discarded) and refused
@@ -449,6 +466,7 @@ static Suite *drop_rule_suite(void)
         two_buckets_refusing_at_once_share_the_exact_total,
         another_servers_refusals_are_carried_one_sample_then_dropped,
         a_refusal_read_before_its_socket_shows_it_is_given_next_sample,
+        retransmitted_acks_do_not_take_a_lagging_refusal,
         noise_is_no_more_than_the_acks_the_namespace_discarded,
         counters_that_wrap_or_go_back_count_what_rose,
         a_queue_emptied_before_its_accepts_are_counted_explains_nothing,
