@@ -254,7 +254,7 @@ class Http2(Base):
         client's open streams; a new connection taken by the stopping child
         is served (it was answered GOAWAY and closed when the child said
         STOPPING before its last AcceptEx calls had completed).  h2load
-        (load only) must end with every request it started done."""
+        (load): no timeout, at most its open streams not done."""
         h = self.server()
         results = {"raw": [], "raw_errors": []}
         stop = threading.Event()
@@ -318,6 +318,10 @@ class Http2(Base):
         m = re.search(r"(\d+) started, (\d+) done, (\d+) succeeded.* (\d+) timeout", line)
         self.assertTrue(m, out[-800:])
         started, done, ok, timeouts = map(int, m.groups())
-        self.assertEqual((done, timeouts), (started, 0), out[-800:])
+        # h2load cannot tell which of its streams mod_http2 ended unanswered
+        # (the raw clients above do): no more than its open streams, 4 on
+        # each of 4 connections (2 of 1,078 once).
+        self.assertEqual(timeouts, 0, out[-800:])
+        self.assertLessEqual(started - done, 16, out[-800:])
         self.assertGreater(ok, 400, out[-800:])
         self.assertEqual(results["tls"], ["200"] * 60)
