@@ -377,10 +377,10 @@ static LONG pending_total(void)
     return left;
 }
 
-/* tick: the child's timers go on meanwhile (a closing connection may be
- * waiting for its FIN from them). */
 /* Waits up to `ms` while calls are posted, or until none has completed
- * for `quiet_ms`: with no client coming, the calls are not waited out. */
+ * for `quiet_ms` (0: no such limit): with no client coming, the calls are
+ * not waited out.  tick: the child's timers go on meanwhile (a closing
+ * connection may be waiting for its FIN from them). */
 static void wait_pending(int ms, int quiet_ms, void (*tick)(void))
 {
     int waited, still = 0;

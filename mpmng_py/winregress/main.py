@@ -129,9 +129,6 @@ def main():
             log("regress: [%s] prepared in %ds: %d modules of %s%s" % (
                 r.mpm, time.monotonic() - t, len(r.modules), r.build_src,
                 " + mod_fhcache" if r.fhcache else ""))
-            if r.unloadable:
-                log("regress: [%s] WARNING: modules left out, a DLL they import is in neither "
-                    "the build nor Wine: %s" % (r.mpm, "; ".join(r.unloadable)))
         log("regress: %s, %s, httpd.exe under wine64, 127.0.0.1 ports %s%s; %s" % (
             ", ".join("%s vs %s" % (names[i], names[j]) for i, j in pairs),
             "in parallel" if parallel else "sequentially",

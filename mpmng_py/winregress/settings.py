@@ -166,42 +166,6 @@ def export_symbol(so):
     return syms[0] if len(syms) == 1 else None
 
 
-def dll_imports(path):
-    """The DLL names a PE file imports (lower case)."""
-    r = subprocess.run([OBJDUMP, "-p", path], capture_output=True, text=True)
-    return [l.split("DLL Name:", 1)[1].strip().lower()
-            for l in r.stdout.splitlines() if "DLL Name:" in l]
-
-
-class DllResolver:
-    """Which DLLs a module needs, directly or not, that none of `dirs` has
-    (the build's bin/ and modules/, the wineprefix's system32): such a
-    module cannot be loaded, and one LoadModule that fails stops httpd."""
-
-    def __init__(self, dirs):
-        self.where = {}
-        for d in dirs:
-            for name in (os.listdir(d) if os.path.isdir(d) else []):
-                self.where.setdefault(name.lower(), os.path.join(d, name))
-        self.memo = {}
-
-    def missing(self, path, seen=None):
-        seen = set() if seen is None else seen
-        out = set()
-        for dll in dll_imports(path):
-            if dll in seen:
-                continue
-            seen.add(dll)
-            if dll not in self.where:
-                out.add(dll)
-            elif dll in self.memo:
-                out |= self.memo[dll]
-            else:
-                self.memo[dll] = self.missing(self.where[dll], seen)
-                out |= self.memo[dll]
-        return out
-
-
 def check_tools():
     missing = [t for t in (WINE, WINESERVER) if not os.path.exists(t)]
     missing += [t for t in (OBJDUMP, CROSS_CC, "perl", "unshare", "runuser")
