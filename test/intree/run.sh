@@ -58,7 +58,7 @@ build() {
 suite() {
     local label=$1; shift
     local log=$logs/suite-$label.log line
-    env "$@" 2>&1 | tee "$log" | grep -E '^(FAIL|ERROR):|^integration:'
+    env "$@" 2>&1 | tee "$log" | grep -E '^(FAIL|ERROR):|^[A-Za-z]*Error: |^integration:' | cut -c1-400
     line=$(grep -E '^integration: [0-9]+ passed' "$log" | tail -1)
     if [ -z "$line" ]; then
         say "$label: the integration runner printed no summary (log $log)"
