@@ -114,17 +114,21 @@ static void drain_once_locked(void)
     }
 }
 
-static void drain_locked(void)
+static void drain_locked(int (*may_take)(void))
 {
-    drain_once_locked();
-    apr_sleep(RP_DRAIN_PAUSE);
-    drain_once_locked();
+    if (may_take()) {
+        drain_once_locked();
+        apr_sleep(RP_DRAIN_PAUSE);
+    }
+    if (may_take()) {
+        drain_once_locked();
+    }
 }
 
 /* Our copies of the sockets go; on a restart the parent's and the next
  * generation's copies keep the queues; on a stop, new connections are
  * refused at once rather than left queued. */
-static void stop_locked(int drain)
+static void stop_locked(int (*may_take)(void))
 {
     process_score *ps = &ap_scoreboard_image->parent[acc.slot];
 
@@ -134,8 +138,8 @@ static void stop_locked(int drain)
     if (watching_locked()) {
         watch_all(0);
     }
-    if (drain) {
-        drain_locked();
+    if (may_take) {
+        drain_locked(may_take);
     }
     acc.listening = 0;
     ap_close_listeners_ex(rp_buckets[acc.bucket].listeners);
@@ -143,10 +147,10 @@ static void stop_locked(int drain)
     ps->not_accepting = 1;
 }
 
-void rp_accept_stop(void)
+void rp_accept_stop(int (*may_take)(void))
 {
     pthread_mutex_lock(&acc.lock);
-    stop_locked(1);
+    stop_locked(may_take);
     pthread_mutex_unlock(&acc.lock);
 }
 
@@ -238,7 +242,7 @@ static int count_locked(void)
 {
     if (ap_max_requests_per_child > 0
         && apr_atomic_dec32(&acc.conns_left) == 0) {
-        stop_locked(0);     /* the parent's copies keep the queue */
+        stop_locked(NULL);  /* the parent's copies keep the queue */
         return 1;
     }
     return 0;

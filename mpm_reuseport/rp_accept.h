@@ -18,9 +18,13 @@ apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket);
  * set when it was the last that MaxConnectionsPerChild allows (accepting
  * has stopped; the caller stops the child). */
 rp_conn *rp_accept(int listener, int *last);
-/* Stop accepting: what the kernel completed already is taken and parked,
- * then our copies of the listeners close. */
-void rp_accept_stop(void);
+/* Stop accepting: our copies of the listeners close.  With a `may_take`,
+ * what the kernel completed already is first taken and parked, in passes
+ * each of which runs only while may_take() says so (a graceful stop that
+ * turns ungraceful must not take connections only to cut them).  NULL: an
+ * ungraceful stop, the queues stay with the parent's copies (the next
+ * generation serves them after a full restart). */
+void rp_accept_stop(int (*may_take)(void));
 int rp_accept_listening(void);
 /* 0, or when to call rp_accept_retry after an accept error. */
 apr_time_t rp_accept_rest_until(void);

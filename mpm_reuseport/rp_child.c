@@ -260,9 +260,20 @@ static void close_expired(apr_time_t idle_for)
     } while (n == RP_EXPIRED_BATCH);
 }
 
+static int stop_is_graceful(void)
+{
+    return rp_child.mode != RP_UNGRACEFUL && !rp_child.got_sigterm;
+}
+
+/* A graceful stop takes what the kernel queued already (ours may be the
+ * last copies of the listeners); an ungraceful one leaves it queued: the
+ * child would only cut those connections, where after a full restart the
+ * parent's copies keep them for the next generation (mpm_event's
+ * children, which never take more than their idle workers can run, cut
+ * none of them either). */
 static void stop_accepting(void)
 {
-    rp_accept_stop();
+    rp_accept_stop(stop_is_graceful() ? stop_is_graceful : NULL);
     rp_child.draining = 1;
 }
 
