@@ -8,9 +8,11 @@
 #include "rp_conn.h"
 #include "rp_readahead.h"
 #include "rp_tlsbody.h"
+#include "rp_trim.h"
 
 #include "apr_atomic.h"
 #include "http_connection.h"
+#include "http_protocol.h"
 #include "http_ssl.h"
 #include "http_vhost.h"
 #include "util_filter.h"
@@ -115,6 +117,18 @@ static int park(rp_conn *rc, rp_park why, int events,
 }
 
 /* ---- states ------------------------------------------------------------ */
+
+/* Its first keep-alive wait: what it holds in memory cut to what it uses
+ * (rp_trim.h), once, so a busy keep-alive connection pays nothing more.
+ * HTTP/1 only: another protocol's module may still use the connection's
+ * memory from threads of its own. */
+static void trim_once(rp_conn *rc)
+{
+    if (!rc->trimmed && !strcmp(ap_get_protocol(rc->c), AP_PROTOCOL_HTTP1)) {
+        rc->trimmed = 1;
+        rp_trim_idle(rc->c);
+    }
+}
 
 /* A new connection: create its conn_rec and run pre_connection hooks. */
 static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
@@ -428,6 +442,7 @@ static int run(rp_conn *rc, apr_thread_t *thd, int tid)
     switch (next) {
     case RP_NEXT_KEEPALIVE:
         rc->pub.sense = CONN_SENSE_DEFAULT;
+        trim_once(rc);
         return park(rc, RP_PARK_KEEPALIVE, RP_POLL_IN,
                     keepalive_timeout(rc->c));
     case RP_NEXT_READ_AHEAD:

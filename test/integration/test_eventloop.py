@@ -7,8 +7,9 @@ import os
 import socket
 import time
 
+from mpmng_py.bench.procstat import tree_memory
 from mpmng_py.integration.common import (CGI_SLOW, HttpdTestCase, ResponseReader, connect,
-                                         mpm_directives, request_bytes, run_wrk)
+                                         mpm_directives, request_bytes, reuseport_only, run_wrk)
 
 
 def one_child(threads, extra=""):
@@ -49,6 +50,40 @@ class IdleConnections(HttpdTestCase):
             for i, (s, rd) in enumerate(conns):
                 r = get(s, rd, "/a.txt")
                 self.assertEqual(r.status, 200, "idle connection %d" % i)
+        finally:
+            for s, _ in conns:
+                s.close()
+
+    @reuseport_only
+    def test_an_idle_keepalive_connection_holds_two_pages(self):
+        """A connection waiting for its next request holds its pool's and
+        its bucket allocator's first memory nodes, one page used of each;
+        recycled nodes that requests had used whole kept both pages
+        resident (11.9 KiB per connection) until the MPM gave the unused
+        ones back (rp_trim.c)."""
+        n = 600
+        h = self.httpd(one_child(8, "KeepAliveTimeout 60\nMaxKeepAliveRequests 0\n"),
+                       files={"a.txt": "a\n"})
+        kids = h.wait_children(1)
+        pss = lambda: tree_memory(kids[0], pids=kids)["pss_kb"]
+        conns = []
+        try:
+            before = pss()
+            for i in range(n):
+                s = connect(h.host, h.port, timeout=5)
+                rd = ResponseReader(s)
+                conns.append((s, rd))
+                self.assertEqual(get(s, rd, "/a.txt").status, 200, "connection %d" % i)
+            self.wait_until(lambda: int(h.status().get("ConnsAsyncKeepAlive", -1)) >= n - 5,
+                            5, "the connections waiting in keep-alive")
+            each = (pss() - before) / n
+            msg = "%d idle keep-alive connections: %.2f KiB each" % (n, each)
+            print("\n    " + msg, end=" ")
+            self.assertLess(each, 9.5, msg)
+            # The pages given back are usable again.
+            for i, (s, rd) in enumerate(conns):
+                r = get(s, rd, "/a.txt")
+                self.assertEqual((r.status, r.body), (200, b"a\n"), "connection %d" % i)
         finally:
             for s, _ in conns:
                 s.close()
