@@ -117,8 +117,11 @@ int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 
 /* rp_listen.c: the buckets' sockets.  Callers: mod_mpm_reuseport.c
  * (open_logs), rp_parent.c (close_all, stop_deferring, forking_own_child,
- * the note), rp_child.c (close_other_buckets), rp_config.c (disarm). */
+ * the note), rp_child.c (close_other_buckets), rp_config.c (disarm),
+ * rp_upgrade.c (fds, forking_own_child). */
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
+/* Every listener socket's number (ints in p): all addresses, all buckets. */
+apr_array_header_t *rp_listen_fds(apr_pool_t *p);
 void rp_listen_close_other_buckets(int keep_bucket);
 void rp_listen_close_all(void);
 void rp_listen_stop_deferring(void);
@@ -146,6 +149,8 @@ void rp_gen_retire_current(void);
 void rp_gen_stop_retiring(ap_podx_restart_t how);
 int rp_gen_retiring(void);
 void rp_gen_hand_over_when_ready(void);
+/* Every bucket has a ready child of the current generation. */
+int rp_gen_accepting_everywhere(void);
 void rp_gen_close_retiring_in_child(void);
 int rp_gen_config_ok(void);
 

@@ -21,6 +21,7 @@
 #include "rp_conn_life.h"
 #include "rp_lf.h"
 #include "rp_loop.h"
+#include "rp_upgrade.h"
 
 #include "apr_atomic.h"
 #include "apr_signal.h"
@@ -525,6 +526,7 @@ void rp_child_main(int slot, int bucket)
     rp_affinity_pin(bucket);    /* before any thread: they inherit it */
     close_other_pods();
     rp_gen_close_retiring_in_child();
+    rp_upgrade_close_in_child();
     ap_reopen_scoreboard(rp_child.pchild, NULL, 0);
     if (ap_run_drop_privileges(rp_child.pchild, ap_server_conf)) {
         child_exit(APEXIT_CHILDFATAL);

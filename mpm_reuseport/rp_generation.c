@@ -138,21 +138,27 @@ static int bucket_ready(int b)
     return 0;
 }
 
-void rp_gen_hand_over_when_ready(void)
+int rp_gen_accepting_everywhere(void)
 {
     int b;
 
+    for (b = 0; b < rp_lim.num_buckets; b++) {
+        if (!bucket_ready(b)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void rp_gen_hand_over_when_ready(void)
+{
     if (!rp_gen_retiring()) {
         return;
     }
     /* A new child sharing a slot with an old one only starts its workers
      * as the old one leaves: waiting would never end. */
-    if (!rp_state->slot_taken_over) {
-        for (b = 0; b < rp_lim.num_buckets; b++) {
-            if (!bucket_ready(b)) {
-                return;
-            }
-        }
+    if (!rp_state->slot_taken_over && !rp_gen_accepting_everywhere()) {
+        return;
     }
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
                  "new generation %s after %" APR_TIME_T_FMT " ms; the "

@@ -5,6 +5,7 @@
  * per extra bucket.  Extra sockets are retained across restarts so a graceful
  * restart never closes a socket that has connections queued. */
 #include "rp.h"
+#include "rp_upgrade.h"
 
 #include "apr_strings.h"
 
@@ -96,8 +97,15 @@ static int bind_primaries(apr_pool_t *p, int reuseport)
     apr_status_t rv;
 
     for (lr = ap_listeners; lr; lr = lr->next) {
+        apr_socket_t *adopted;
         if (lr->active) {
             continue; /* inherited from the previous generation */
+        }
+        if ((adopted = rp_upgrade_adopt(lr->bind_addr, p))) {
+            apr_socket_close(lr->sd);   /* made unbound by core */
+            lr->sd = adopted;           /* a server before us bound it */
+            lr->active = 1;
+            continue;
         }
         if ((rv = bind_listener(lr->sd, lr->bind_addr, reuseport))) {
             ap_log_perror(APLOG_MARK, APLOG_STARTUP | APLOG_CRIT, rv, p,
@@ -183,6 +191,9 @@ static apr_status_t size_dup(rp_dup *d, int want)
         d->socks = socks;
         for (i = d->count; i < want - 1; i++) {
             apr_sockaddr_t *sa = d->primary->bind_addr;
+            if ((socks[i] = rp_upgrade_adopt(sa, d->pool))) {
+                continue;   /* a server before us bound it */
+            }
             if ((rv = apr_socket_create(&socks[i], sa->family, SOCK_STREAM,
                                         APR_PROTO_TCP, d->pool))
                 || (rv = bind_listener(socks[i], sa, 1))) {
@@ -454,7 +465,32 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
             : "ReusePort off: one shared listener per address";
     }
     remember_dup_fds(pconf);
+    if (startup) {
+        rp_upgrade_close_unadopted();
+    }
     return 0;
+}
+
+apr_array_header_t *rp_listen_fds(apr_pool_t *p)
+{
+    apr_array_header_t *fds = apr_array_make(p, 8, sizeof(int));
+    ap_listen_rec *lr;
+    rp_dup *d;
+    int i, fd;
+
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
+            APR_ARRAY_PUSH(fds, int) = fd;
+        }
+    }
+    for (d = rp_state->dups; d; d = d->next) {
+        for (i = 0; i < d->count; i++) {
+            if (apr_os_sock_get(&fd, d->socks[i]) == APR_SUCCESS && fd >= 0) {
+                APR_ARRAY_PUSH(fds, int) = fd;
+            }
+        }
+    }
+    return fds;
 }
 
 void rp_listen_close_other_buckets(int keep_bucket)

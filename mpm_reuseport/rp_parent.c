@@ -2,6 +2,7 @@
  * number of children per bucket to the idle-thread targets, replaces dead
  * children at once, and runs restarts and stops. */
 #include "rp.h"
+#include "rp_upgrade.h"
 
 #include "apr_signal.h"
 #include "http_main.h"
@@ -266,9 +267,14 @@ static void size_spawn_rates(void)
 static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
                         int *successive_kills)
 {
-    int outcome = ap_process_child_status(proc, why, status);
-    int slot = ap_find_child_by_pid(proc), t;
+    int outcome, slot, t;
     ap_generation_t old_gen;
+
+    if (rp_upgrade_reaped(proc->pid, why, status)) {
+        return 0;       /* the process started for a binary upgrade */
+    }
+    outcome = ap_process_child_status(proc, why, status);
+    slot = ap_find_child_by_pid(proc);
 
     if (outcome == APEXIT_CHILDFATAL
         && (slot < 0 || ap_get_scoreboard_process(slot)->generation
@@ -327,7 +333,7 @@ static void relieve_stuck_buckets(apr_time_t now)
 static void wait_step(apr_exit_why_e *why, int *status, apr_proc_t *proc)
 {
     static int monitor_countdown = 10;
-    int retiring = rp_gen_retiring();
+    int retiring = rp_gen_retiring() || rp_upgrade_waiting();
     apr_interval_time_t look = rp_relief_interval();
     apr_time_t end = apr_time_now() + (retiring ? apr_time_from_msec(20)
                                                 : apr_time_from_sec(1));
@@ -402,6 +408,11 @@ static void server_main_loop(void)
         }
         update_max_daemons_used();
         rp_gen_hand_over_when_ready();
+        if (rp_upgrade_step(rp_gen_accepting_everywhere())) {
+            /* Taken over by a new server: stop as SIGWINCH would. */
+            rp_state->mpm->shutdown_pending = 1;
+            rp_state->mpm->is_ungraceful = 0;
+        }
         rp_bstats_sample();
     }
 }
@@ -446,13 +457,20 @@ static int stop_gracefully(void)
 {
     apr_time_t cutoff = ap_graceful_shutdown_timeout
         ? apr_time_now() + apr_time_from_sec(ap_graceful_shutdown_timeout) : 0;
+    int taken_over = rp_upgrade_taken_over();
 
-    rp_listen_stop_deferring();
+    /* Taken over: the sockets and the PidFile are the new server's. */
+    if (!taken_over) {
+        rp_listen_stop_deferring();
+    }
     rp_listen_close_all();
     rp_gen_stop_retiring(AP_MPM_PODX_GRACEFUL);
     signal_all_buckets(AP_MPM_PODX_GRACEFUL);
     ap_relieve_child_processes(note_child_killed);
-    if (!child_fatal) {
+    if (taken_over) {
+        rp_upgrade_remove_oldbin();
+    }
+    else if (!child_fatal) {
         ap_remove_pid(rp_pconf, ap_pid_fname);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
                      "caught " AP_SIG_GRACEFUL_STOP_STRING
@@ -518,6 +536,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     ap_unixd_mpm_set_signals(rp_pconf, rp_one_process);
     if (!rp_one_process) {
         apr_signal(SIGCHLD, wake_on_child_exit);
+        rp_upgrade_setup_signal();
     }
     size_spawn_rates();
     /* New children start at once; on a graceful restart the previous

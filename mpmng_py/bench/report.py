@@ -345,7 +345,34 @@ def restart_md(rows, meta, out):
                 v, load, len(rounds), f_int(med(rps)), f_num(med(pa)), f_num(med(pb)),
                 f_ratio(med(ratios) if ratios else None), failed, resets))
     lines.append("")
-    return lines
+    return lines + full_restart_md(by, variants)
+
+
+def full_restart_md(by, variants):
+    """The window of full restarts (httpd's SIGHUP), where a variant had one."""
+    errs = ("err_connect", "err_read", "err_write", "err_timeout")
+    rows = []
+    for v in variants:
+        for load in ("new-conn", "keep-alive"):
+            rounds = [d["full-restart"] for d in by.get((v, load), {}).values()
+                      if "full-restart" in d]
+            if not rounds:
+                continue
+            failed = [sum(int(num(d[k]) or 0) for k in errs) for d in rounds]
+            rows.append("| %s | %s | %d | %s | %s | %d |" % (
+                v, load, len(rounds), f_num(med([num(d["p99_ms"]) for d in rounds])),
+                ", ".join(str(f) for f in failed),
+                sum(int(num(d["estab_resets"]) or 0) for d in rounds)))
+    if not rows:
+        return []
+    from mpmng_py.bench.restartbench import FULL, FULL_EVERY
+    return ["### Full restarts (SIGHUP) under load", "",
+            "The same loads, then %d full restarts (`apachectl -k restart`: the children "
+            "stop at once and the requests they run are cut) %g s apart; httpd variants "
+            "only. Failed: requests wrk counted as errors, per round." % (FULL, FULL_EVERY),
+            "",
+            "| variant | load | rounds | p99 with (ms) | failed per round | resets |",
+            "|---|---|---:|---:|---|---:|"] + rows + [""]
 
 
 # ------------------------------------------------------------ slow clients

@@ -4,10 +4,12 @@ configuration under load.
 For each variant, one at a time: new-connection and keep-alive load (wrk,
 500 B file, 16 connections each) for a steady window without reloads, then
 for a window with RELOADS graceful restarts (httpd: SIGUSR1; nginx: SIGHUP)
-EVERY seconds apart.  Recorded per window and load: requests, failed
-requests by kind, p99 latency, and TCP connections reset after their
-handshake (TcpEstabResets of the namespace, counted while the reloads run,
-not at the end where wrk closes busy connections itself)."""
+EVERY seconds apart, then (httpd only: nginx has no such thing) a window
+with FULL full restarts (SIGHUP, `apachectl -k restart`) FULL_EVERY seconds
+apart.  Recorded per window and load: requests, failed requests by kind,
+p99 latency, and TCP connections reset after their handshake
+(TcpEstabResets of the namespace, counted while the reloads run, not at the
+end where wrk closes busy connections itself)."""
 import time
 
 from mpmng_py.bench import loadgen
@@ -15,6 +17,8 @@ from mpmng_py import netcounters
 
 RELOADS = 10
 EVERY = 2.0
+FULL = 3
+FULL_EVERY = 3.0
 STEADY_S = 12
 DEFAULT_VARIANTS = ("reuseport", "event", "event-buckets", "worker", "nginx")
 
@@ -26,9 +30,11 @@ def _estab_resets():
     return netcounters.tcp_counters().get("TcpEstabResets", 0)
 
 
-def _window(srv, seconds, reloads):
-    """Both loads for `seconds`; `reloads` reloads paced EVERY s apart from
-    1 s in.  Returns ({load: wrk result}, resets while reloading)."""
+def _window(srv, seconds, reloads, every=EVERY, act=None):
+    """Both loads for `seconds`; `reloads` calls of act (default: a
+    graceful reload) paced `every` s apart from 1 s in.  Returns ({load:
+    wrk result}, resets while reloading)."""
+    act = act or srv.reload
     loads = {"new-conn": loadgen.parse_workload("close-500B-c16"),
              "keep-alive": loadgen.parse_workload("ka-500B-c16")}
     procs = {k: loadgen.start(wl, srv.url(""), seconds) for k, wl in loads.items()}
@@ -36,9 +42,9 @@ def _window(srv, seconds, reloads):
     r0 = _estab_resets()
     t0 = time.monotonic()
     for i in range(reloads):
-        time.sleep(max(0.0, t0 + EVERY * i - time.monotonic()))
-        srv.reload()
-    time.sleep(max(0.0, t0 + EVERY * reloads - time.monotonic()))
+        time.sleep(max(0.0, t0 + every * i - time.monotonic()))
+        act()
+    time.sleep(max(0.0, t0 + every * reloads - time.monotonic()))
     resets = _estab_resets() - r0
     return {k: loadgen.finish(loads[k], p) for k, p in procs.items()}, resets
 
@@ -51,10 +57,13 @@ def _one(v, rnd, docroot, tsv, log):
         srv.settle(timeout=120)
         warm = loadgen.parse_workload("ka-500B-c16")
         loadgen.finish(warm, loadgen.start(warm, srv.url(""), 1))
-        plan = (("steady", STEADY_S, 0),
-                ("reloading", int(RELOADS * EVERY + 3), RELOADS))
-        for window, seconds, reloads in plan:
-            res, resets = _window(srv, seconds, reloads)
+        plan = [("steady", STEADY_S, 0, EVERY, None),
+                ("reloading", int(RELOADS * EVERY + 3), RELOADS, EVERY, None)]
+        if srv.full_restart:
+            plan.append(("full-restart", int(FULL * FULL_EVERY + 3), FULL, FULL_EVERY,
+                         srv.full_restart))
+        for window, seconds, reloads, every, act in plan:
+            res, resets = _window(srv, seconds, reloads, every, act)
             for load, r in res.items():
                 tsv.row({"time": time.strftime("%H:%M:%S"), "round": rnd,
                          "variant": v.name, "window": window, "window_s": seconds,

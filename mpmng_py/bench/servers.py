@@ -70,6 +70,7 @@ class Server:
     host = "127.0.0.1"
     port = None
     root_pid = None
+    full_restart = None     # a method where the server has a full restart
 
     def pids(self):
         return procstat.tree_pids(self.root_pid) if self.root_pid else []
@@ -159,6 +160,10 @@ class HttpdServer(Server):
     def reload(self):
         """Graceful restart (what `apachectl graceful` sends)."""
         os.kill(self.root_pid, signal.SIGUSR1)
+
+    def full_restart(self):
+        """Full restart (what `apachectl -k restart` sends)."""
+        os.kill(self.root_pid, signal.SIGHUP)
 
     def stop(self):
         if self.root_pid:

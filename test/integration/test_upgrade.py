@@ -1,0 +1,135 @@
+"""Binary upgrade (mpm_reuseport, SIGUSR2): a new server process started
+from the httpd binary on disk takes the listening sockets over, then the old
+one finishes its requests and exits; under load nothing is refused and no
+request is cut, and a new server that cannot start leaves the old one
+serving."""
+import os
+import signal
+import subprocess
+import time
+
+from mpmng_py import privhttpd
+from mpmng_py.integration.common import (HttpdTestCase, Wrk, mpm_directives, reset_delta,
+                                         reuseport_only, tcp_counters, wait_for_log)
+
+
+def conf(buckets=2, extra=""):
+    return mpm_directives(buckets=buckets, start=buckets, server_limit=16, threads=32,
+                          thread_limit=32, max_workers=256, min_spare=32,
+                          max_spare=256) + "GracefulShutdownTimeout 20\n" + extra
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+@reuseport_only
+class BinaryUpgrade(HttpdTestCase):
+    def _pidfile_pid(self, h):
+        try:
+            with open(h.pidfile) as f:
+                return int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _upgrade(self, h, timeout=20):
+        """SIGUSR2 to the running parent; returns the old parent's pid once
+        the PidFile names the new one and the old one stopped accepting
+        (h.pid follows)."""
+        old, done = h.pid, h.log().count("binary upgrade: the new server accepts")
+        os.kill(old, signal.SIGUSR2)
+        self.wait_until(lambda: self._pidfile_pid(h) not in (0, old), timeout,
+                        "a new parent in the PidFile")
+        self.wait_until(lambda: h.log().count("binary upgrade: the new server accepts") > done,
+                        timeout, "the old parent (pid %d) handing over" % old)
+        h.pid = self._pidfile_pid(h)
+        return old
+
+    def _all_gone(self, pids, timeout):
+        self.wait_until(lambda: not any(privhttpd.pid_alive(p) for p in pids), timeout,
+                        "the old parents %s gone" % pids)
+
+    def test_ten_upgrades_under_load_fail_nothing(self):
+        size = 30 * 1024 * 1024
+        h = self.httpd(conf(), files={"f.bin": os.urandom(500), "big.bin": os.urandom(size)})
+        h.wait_children(2)
+        self.wait_workers(h, 64)
+        first, fds0 = h.pid, fd_count(h.pid)
+        url = h.url("/f.bin")
+        fresh = Wrk(url, 30, 16, close=True).start()
+        keep = Wrk(url, 30, 16).start()
+        # A download spanning several upgrades (about 12 s at 2.5 MB/s).
+        dl = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download}",
+                               "--limit-rate", "2500k", h.url("/big.bin")],
+                              stdout=subprocess.PIPE, text=True)
+        took, olds = [], []
+        try:
+            time.sleep(1.5)
+            before = tcp_counters()
+            for _ in range(10):
+                t0 = time.monotonic()
+                olds.append(self._upgrade(h))
+                took.append(time.monotonic() - t0)
+                time.sleep(max(0.0, 2.5 - took[-1]))
+            resets = reset_delta(before, tcp_counters())
+        finally:
+            r_fresh, r_keep = fresh.result(), keep.result()
+            got = dl.communicate(timeout=60)[0]
+        # Each old parent leaves once its requests are done (the download's
+        # within GracefulShutdownTimeout 20).
+        self._all_gone(olds, 25)
+        msg = ("10 upgrades, each until the old parent stopped accepting: %s s\n"
+               "new conns %s\nkeep-alive %s\nTCP resets %s\ndownload %s of %d bytes"
+               % (", ".join("%.1f" % t for t in took), r_fresh, r_keep, resets, got, size))
+        print("\n    " + msg.replace("\n", "\n    "), end=" ")
+        self.assertNotEqual(h.pid, first, msg)
+        for r in (r_fresh, r_keep):
+            self.assertGreater(r.requests, 1000, msg)
+            self.assertEqual(r.failures, 0, msg)
+        self.assertEqual(sum(resets.values()), 0, msg)
+        self.assertEqual(int(got or 0), size, msg)
+        log = h.log()
+        self.assertEqual(log.count("binary upgrade: the new server accepts"), 10, msg)
+        self.assertNotIn("binary upgrade failed", log)
+        self.assertFalse(os.path.exists(h.pidfile + ".oldbin"))
+        # No descriptor left over by the hand-overs.
+        self.assertEqual(fd_count(h.pid), fds0, "parent descriptors before and after")
+
+    def test_a_new_server_that_cannot_start_leaves_the_old_one_serving(self):
+        h = self.httpd(conf(), files={"index.html": "still here\n"})
+        h.wait_children(2)
+        old = h.pid
+        h.directives = conf() + "ThisIsNotADirective on\n"
+        h.write_config()
+        os.kill(old, signal.SIGUSR2)
+        wait_for_log(h, "binary upgrade failed", 20)
+        self.assertTrue(privhttpd.pid_alive(old))
+        self.assertEqual(self._pidfile_pid(h), old)
+        self.assertFalse(os.path.exists(h.pidfile + ".oldbin"))
+        from mpmng_py.integration.common import http_get
+        self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
+        # Fixed, the next upgrade goes ahead.
+        h.directives = conf()
+        h.write_config()
+        self._upgrade(h)
+        self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
+
+    def test_an_upgrade_changes_the_bucket_count_and_adds_a_listener(self):
+        """ReusePortBuckets 2 -> 3 and a second Listen address: the new
+        server adopts the 2 sockets of the first address, binds the rest."""
+        h = self.httpd(conf(2), files={"f.bin": os.urandom(500)})
+        h.wait_children(2)
+        port2 = privhttpd.free_port(h.host)
+        fresh = Wrk(h.url("/f.bin"), 8, 16, close=True).start()
+        try:
+            time.sleep(1)
+            h.directives = conf(3, "Listen %s:%d\n" % (h.host, port2))
+            h.write_config()
+            self._upgrade(h)
+        finally:
+            res = fresh.result()
+        self.assertEqual(res.failures, 0, res)
+        self.assertIn("took over 2 listening socket(s)", h.log())
+        h.wait_children(3)
+        from mpmng_py.integration.common import http_get
+        self.assertEqual(http_get(h.host, port2, "/f.bin").status, 200)
