@@ -25,6 +25,7 @@ if [ $uninstall = 1 ]; then
         name=${m%%:*}
         rm -f "$destdir$moddir/mod_$name.so" "$avail/$name.load" "$avail/$name.conf"
     done
+    rm -f "$destdir/usr/sbin/mpmng-upgrade"
     exit 0
 fi
 install -d "$destdir$moddir"
@@ -44,6 +45,10 @@ for m in $modules; do
         echo "installed $avail/$name.{load,conf}"
     fi
 done
+# The binary upgrade's command (docs/mod_mpm_reuseport.md).
+install -d "$destdir/usr/sbin"
+install -m 755 "$top/mpm_reuseport/mpmng-upgrade" "$destdir/usr/sbin/mpmng-upgrade"
+echo "installed $destdir/usr/sbin/mpmng-upgrade"
 if [ $debian = 1 ]; then
     echo "enable: a2dismod mpm_event && a2enmod mpm_reuseport fhcache &&" \
          "systemctl restart apache2"

@@ -49,6 +49,12 @@ check "apache2 -k restart: a new generation serves" wait_for 20 bash -c \
     "g=\$(curl -s --max-time 2 http://127.0.0.1/server-status?auto | sed -n 's/^ParentServerConfigGeneration: //p'); [ -n \"\$g\" ] && [ \"\$g\" != '$gen0' ]"
 check "after the restart the file is still served" \
     bash -c "$(declare -f same_body); tmp=$tmp; same_body"
+pid0=$(cat /run/apache2/apache2.pid 2>/dev/null)
+check "mpmng-upgrade: a new server process takes the listeners over" mpmng-upgrade
+check "after the upgrade the PidFile names a new parent and the old one leaves" wait_for 20 \
+    bash -c "p=\$(cat /run/apache2/apache2.pid); [ -n \"\$p\" ] && [ \"\$p\" != '$pid0' ] && ! kill -0 '$pid0' 2>/dev/null"
+check "after the upgrade the file is still served" \
+    bash -c "$(declare -f same_body); tmp=$tmp; same_body"
 ctl stop
 check "apache2 -k stop: the server is gone" wait_for 20 bash -c "! curl -s --max-time 1 http://127.0.0.1/ >/dev/null"
 grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" || ok "no emerg/alert/crit in error.log"

@@ -5,7 +5,8 @@
 # /etc/apache2, runtime directories and network are untouched), enables
 # them the Debian way (a2dismod mpm_event; a2enmod mpm_reuseport fhcache),
 # starts apache2 from /etc/apache2 on the namespace's loopback, serves a
-# file through the cache, restarts and stops; finally purges the packages.
+# file through the cache, restarts, upgrades (mpmng-upgrade) and stops;
+# finally purges the packages.
 # Root only (it installs packages).  Last line: "deb: N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +38,7 @@ check "installed, not enabled: .so and mods-available files, nothing in mods-ena
       -a -f /usr/lib/apache2/modules/mod_fhcache.so \
       -a -f /etc/apache2/mods-available/mpm_reuseport.load \
       -a -f /etc/apache2/mods-available/fhcache.conf \
+      -a -x /usr/sbin/mpmng-upgrade \
       -a ! -e /etc/apache2/mods-enabled/mpm_reuseport.load \
       -a ! -e /etc/apache2/mods-enabled/fhcache.load
 

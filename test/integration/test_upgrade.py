@@ -13,6 +13,9 @@ from mpmng_py.integration.common import (HttpdTestCase, Wrk, mpm_directives, res
                                          reuseport_only, tcp_counters, wait_for_log)
 
 
+UPGRADE = os.path.join(os.path.dirname(__file__), "..", "..", "mpm_reuseport", "mpmng-upgrade")
+
+
 def conf(buckets=2, extra=""):
     return mpm_directives(buckets=buckets, start=buckets, server_limit=16, threads=32,
                           thread_limit=32, max_workers=256, min_spare=32,
@@ -112,6 +115,45 @@ class BinaryUpgrade(HttpdTestCase):
         h.directives = conf()
         h.write_config()
         self._upgrade(h)
+        self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
+
+    def _command(self, h, *args):
+        """mpmng-upgrade, the operators' command, against h."""
+        env = dict(privhttpd.server_env(), APACHECTL="%s -f %s" % (privhttpd.APACHE2, h.conf))
+        return subprocess.run([UPGRADE] + list(args), env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    def test_the_upgrade_command(self):
+        h = self.httpd(conf(), files={"index.html": "still here\n"})
+        h.wait_children(2)
+        old = h.pid
+        res = self._command(h)
+        self.assertEqual(res.returncode, 0, res)
+        self.assertIn("pid %d -> " % old, res.stdout)
+        h.pid = self._pidfile_pid(h)
+        self.assertNotEqual(h.pid, old)
+        self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
+        # A configuration that fails its test: nothing is done (exit 2).
+        h.directives = conf() + "ThisIsNotADirective on\n"
+        h.write_config()
+        res = self._command(h)
+        self.assertEqual(res.returncode, 2, res)
+        self.assertIn("configuration test failed", res.stderr)
+        self.assertTrue(privhttpd.pid_alive(h.pid))
+        # A new server that fails although the test passed (a new Listen
+        # address that another program holds): exit 1, the old one serves.
+        import socket
+        with socket.socket() as other:
+            other.bind((h.host, 0))
+            other.listen(1)
+            h.directives = conf() + "Listen %s:%d\n" % (h.host, other.getsockname()[1])
+            h.write_config()
+            res = self._command(h, "--timeout", "30")
+        self.assertEqual(res.returncode, 1, res)
+        self.assertIn("could not start", res.stderr)
+        self.assertEqual(self._pidfile_pid(h), h.pid)
+        self.assertIn("binary upgrade failed", h.log())
+        from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
 
     def test_an_upgrade_changes_the_bucket_count_and_adds_a_listener(self):
