@@ -349,13 +349,27 @@ def restart_md(rows, meta, out):
 
 
 def full_restart_md(by, variants):
-    """The window of full restarts (httpd's SIGHUP), where a variant had one."""
+    """The windows of full restarts (httpd's SIGHUP) and binary upgrades,
+    where a variant had them."""
+    from mpmng_py.bench.restartbench import FULL, FULL_EVERY, UPGRADES, EVERY
+    return (_window_md(by, variants, "full-restart", "Full restarts (SIGHUP) under load",
+                       "The same loads, then %d full restarts (`apachectl -k restart`: the "
+                       "children stop at once and the requests they run are cut) %g s apart; "
+                       "httpd variants only." % (FULL, FULL_EVERY))
+            + _window_md(by, variants, "upgrading", "Binary upgrades under load",
+                         "The same loads, then %d binary upgrades %g s apart: a new server "
+                         "process from the binary on disk takes the listeners over, the old "
+                         "one finishes (mpm_reuseport: SIGUSR2, what `mpmng-upgrade` sends; "
+                         "nginx: USR2, then WINCH and QUIT to the old master)."
+                         % (UPGRADES, EVERY)))
+
+
+def _window_md(by, variants, window, title, what):
     errs = ("err_connect", "err_read", "err_write", "err_timeout")
     rows = []
     for v in variants:
         for load in ("new-conn", "keep-alive"):
-            rounds = [d["full-restart"] for d in by.get((v, load), {}).values()
-                      if "full-restart" in d]
+            rounds = [d[window] for d in by.get((v, load), {}).values() if window in d]
             if not rounds:
                 continue
             failed = [sum(int(num(d[k]) or 0) for k in errs) for d in rounds]
@@ -365,12 +379,8 @@ def full_restart_md(by, variants):
                 sum(int(num(d["estab_resets"]) or 0) for d in rounds)))
     if not rows:
         return []
-    from mpmng_py.bench.restartbench import FULL, FULL_EVERY
-    return ["### Full restarts (SIGHUP) under load", "",
-            "The same loads, then %d full restarts (`apachectl -k restart`: the children "
-            "stop at once and the requests they run are cut) %g s apart; httpd variants "
-            "only. Failed: requests wrk counted as errors, per round." % (FULL, FULL_EVERY),
-            "",
+    return ["### " + title, "",
+            what + " Failed: requests wrk counted as errors, per round.", "",
             "| variant | load | rounds | p99 with (ms) | failed per round | resets |",
             "|---|---|---:|---:|---|---:|"] + rows + [""]
 

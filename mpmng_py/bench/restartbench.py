@@ -6,7 +6,9 @@ For each variant, one at a time: new-connection and keep-alive load (wrk,
 for a window with RELOADS graceful restarts (httpd: SIGUSR1; nginx: SIGHUP)
 EVERY seconds apart, then (httpd only: nginx has no such thing) a window
 with FULL full restarts (SIGHUP, `apachectl -k restart`) FULL_EVERY seconds
-apart.  Recorded per window and load: requests, failed requests by kind,
+apart, then, where the server has one, a window with UPGRADES binary
+upgrades EVERY seconds apart (mpm_reuseport: SIGUSR2; nginx: USR2, WINCH,
+QUIT).  Recorded per window and load: requests, failed requests by kind,
 p99 latency, and TCP connections reset after their handshake
 (TcpEstabResets of the namespace, counted while the reloads run, not at the
 end where wrk closes busy connections itself)."""
@@ -19,6 +21,7 @@ RELOADS = 10
 EVERY = 2.0
 FULL = 3
 FULL_EVERY = 3.0
+UPGRADES = 10
 STEADY_S = 12
 DEFAULT_VARIANTS = ("reuseport", "event", "event-buckets", "worker", "nginx")
 
@@ -62,6 +65,9 @@ def _one(v, rnd, docroot, tsv, log):
         if srv.full_restart:
             plan.append(("full-restart", int(FULL * FULL_EVERY + 3), FULL, FULL_EVERY,
                          srv.full_restart))
+        if srv.can_upgrade():
+            plan.append(("upgrading", int(UPGRADES * EVERY + 3), UPGRADES, EVERY,
+                         srv.upgrade))
         for window, seconds, reloads, every, act in plan:
             res, resets = _window(srv, seconds, reloads, every, act)
             for load, r in res.items():

@@ -72,6 +72,27 @@ class Server:
     root_pid = None
     full_restart = None     # a method where the server has a full restart
 
+    def upgrade(self):
+        """Binary upgrade: a new server process takes the listeners over
+        and the old one finishes (where the server has one; else None)."""
+        return None
+
+    def can_upgrade(self):
+        return False
+
+    def _wait_new_pid(self, pidfile, old, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(pidfile) as f:
+                    pid = int(f.read().strip() or 0)
+                if pid and pid != old and privhttpd.pid_alive(pid):
+                    return pid
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("no new server after the upgrade signal\n" + self.log_tail())
+
     def pids(self):
         return procstat.tree_pids(self.root_pid) if self.root_pid else []
 
@@ -164,6 +185,16 @@ class HttpdServer(Server):
     def full_restart(self):
         """Full restart (what `apachectl -k restart` sends)."""
         os.kill(self.root_pid, signal.SIGHUP)
+
+    def can_upgrade(self):
+        return self.variant.mpm == "reuseport"
+
+    def upgrade(self):
+        """mpm_reuseport's binary upgrade (SIGUSR2, what mpmng-upgrade
+        sends); returns once the PidFile names the new parent."""
+        old = self.root_pid
+        os.kill(old, signal.SIGUSR2)
+        self.root_pid = self.h.pid = self._wait_new_pid(self.h.pidfile, old)
 
     def stop(self):
         if self.root_pid:
@@ -301,6 +332,19 @@ class NginxServer(Server):
     def reload(self):
         """Configuration reload (`nginx -s reload`)."""
         os.kill(self.root_pid, signal.SIGHUP)
+
+    def can_upgrade(self):
+        return True
+
+    def upgrade(self):
+        """nginx's binary upgrade as its documentation gives it: USR2 (a
+        new master from the binary on disk, the old pid file moves to
+        .oldbin), then WINCH and QUIT to the old master."""
+        old = self.root_pid
+        os.kill(old, signal.SIGUSR2)
+        self.root_pid = self._wait_new_pid(self.pidfile, old)
+        os.kill(old, signal.SIGWINCH)
+        os.kill(old, signal.SIGQUIT)
 
     def stop(self, timeout=30):
         if not self.root_pid:
