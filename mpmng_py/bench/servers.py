@@ -187,7 +187,7 @@ class HttpdServer(Server):
         os.kill(self.root_pid, signal.SIGHUP)
 
     def can_upgrade(self):
-        return self.variant.mpm == "reuseport"
+        return self.variant.mpm[0] == "mpm_reuseport_module"
 
     def upgrade(self):
         """mpm_reuseport's binary upgrade (SIGUSR2, what mpmng-upgrade
