@@ -6,8 +6,9 @@
 #           the MPM linked into httpd; the whole integration suite runs
 #           against that binary and its own modules (with --short, as
 #           `make check` runs it: the serving, restart, listener, status,
-#           configuration and TLS tests; the integration stage has run the
-#           whole suite against the same sources built as modules)
+#           configuration, TLS and binary-upgrade tests; the integration
+#           stage has run the whole suite against the same sources built
+#           as modules)
 #   shared  ./configure --enable-mpms-shared=all --with-mpm=reuseport
 #           mod_mpm_reuseport.so beside the stock MPMs; the serving tests
 #           run with it, and the stock event MPM from the same build starts
@@ -107,7 +108,8 @@ ln -sf "$S/modules/mod_fhcache.so" "$work/out-static/"
 ln -sf "$M/modules/mod_fhcache.so" "$M/modules/mod_mpm_reuseport.so" "$work/out-shared/"
 static_tests=()
 [ -n "$SHORT" ] && static_tests=(-k test_serving -k test_restart -k test_listeners
-                                 -k test_status_numbers -k test_config -k test_tls_h2)
+                                 -k test_status_numbers -k test_config -k test_tls_h2
+                                 -k test_upgrade)
 suite static -C "$top" APACHE2="$S/bin/httpd" MPMNG_SYSMODS="$S/modules" MPMNG_STATIC_MPM=reuseport \
     MPMNG_OUT="$work/out-static" python3 -m mpmng_py.integration "${static_tests[@]}"
 suite shared -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
