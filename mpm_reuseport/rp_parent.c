@@ -408,7 +408,7 @@ static void server_main_loop(void)
         }
         update_max_daemons_used();
         rp_gen_hand_over_when_ready();
-        if (rp_upgrade_step(rp_gen_accepting_everywhere())) {
+        if (rp_upgrade_step(rp_gen_accepting_everywhere)) {
             /* Taken over by a new server: stop as SIGWINCH would. */
             rp_state->mpm->shutdown_pending = 1;
             rp_state->mpm->is_ungraceful = 0;

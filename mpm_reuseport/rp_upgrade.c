@@ -427,9 +427,9 @@ static int watch_new_server(void)
     return 0;
 }
 
-int rp_upgrade_step(int accepting)
+int rp_upgrade_step(int (*accepting)(void))
 {
-    if (up.ready_wr >= 0 && accepting) {
+    if (up.ready_wr >= 0 && accepting()) {
         tell_old_server();
     }
     if (up.asked) {

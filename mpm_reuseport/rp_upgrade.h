@@ -36,9 +36,9 @@ void rp_upgrade_close_unadopted(void);
 void rp_upgrade_setup_signal(void);
 /* Parent, each turn of its main loop: starts an upgrade asked for; old
  * side: watches the new server; new side: tells the old one once
- * `accepting` (every bucket has a ready child).  1: this server has been
- * taken over and stops now. */
-int rp_upgrade_step(int accepting);
+ * accepting() (every bucket has a ready child; asked only then).  1: this
+ * server has been taken over and stops now. */
+int rp_upgrade_step(int (*accepting)(void));
 /* 1 while waiting for the new server: the parent looks often. */
 int rp_upgrade_waiting(void);
 /* Old side: taken over (the shared sockets and the PidFile are the new
