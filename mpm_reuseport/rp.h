@@ -61,6 +61,12 @@
 
 #define RP_LOG_TAG "mpm_reuseport: "
 
+/* A full restart or stop (the pipe of death's "restart"): children go on
+ * for at most this long, answering with Connection: close a request that
+ * was already on its way on a kept-alive connection, then cut what is left;
+ * the parent's reclaim (SIGTERM) waits for them that long. */
+#define RP_BRIEF_GRACE apr_time_from_msec(250)
+
 #ifndef RP_MODULE_FILE /* AP_DECLARE_MODULE declares it there */
 APLOG_USE_MODULE(mpm_reuseport);
 #endif

@@ -35,7 +35,8 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { RP_RUN, RP_GRACEFUL, RP_UNGRACEFUL } rp_stop_mode;
+/* RP_BRIEF: graceful for RP_BRIEF_GRACE (rp.h), then ungraceful. */
+typedef enum { RP_RUN, RP_GRACEFUL, RP_BRIEF, RP_UNGRACEFUL } rp_stop_mode;
 
 static struct {
     int slot, bucket;
@@ -46,6 +47,7 @@ static struct {
     apr_uint32_t workers_running;
     volatile rp_stop_mode mode; /* set by whoever decides to stop */
     volatile sig_atomic_t got_sigterm;
+    volatile apr_time_t cut_at; /* RP_BRIEF: what is left is cut then */
     volatile int draining;      /* answers carry Connection: close */
     volatile int starter_may_exit;
 } rp_child;
@@ -229,6 +231,9 @@ static apr_time_t next_look(apr_time_t now, int draining)
                                rp_callbacks_queue_due(now));
 
     next = earliest(next, rp_accept_rest_until());
+    if (rp_child.mode == RP_BRIEF) {
+        next = earliest(next, rp_child.cut_at);
+    }
     if (draining) {
         next = earliest(next, now + RP_DRAIN_TICK);
     }
@@ -263,15 +268,23 @@ static void close_expired(apr_time_t idle_for)
 
 static int stop_is_graceful(void)
 {
-    return rp_child.mode != RP_UNGRACEFUL && !rp_child.got_sigterm;
+    return rp_child.mode < RP_BRIEF && !rp_child.got_sigterm;
+}
+
+/* Whether what is left must be cut now: an ungraceful stop, the parent's
+ * SIGTERM, or a brief one's time is up. */
+static int must_cut(apr_time_t now)
+{
+    return rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm
+           || (rp_child.mode == RP_BRIEF && now >= rp_child.cut_at);
 }
 
 /* A graceful stop takes what the kernel queued already (ours may be the
- * last copies of the listeners); an ungraceful one leaves it queued: the
- * child would only cut those connections, where after a full restart the
- * parent's copies keep them for the next generation (mpm_event's
- * children, which never take more than their idle workers can run, cut
- * none of them either). */
+ * last copies of the listeners); a brief or ungraceful one leaves it
+ * queued: the child could not serve those connections in time, where
+ * after a full restart the parent's copies keep them for the next
+ * generation (mpm_event's children, which never take more than their idle
+ * workers can run, cut none of them either). */
 static void stop_accepting(void)
 {
     rp_accept_stop(stop_is_graceful() ? stop_is_graceful : NULL);
@@ -298,7 +311,8 @@ static void *APR_THREAD_FUNC loop_main(apr_thread_t *thd, void *arg)
     for (;;) {
         apr_time_t now;
 
-        if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
+        now = apr_time_now();
+        if (must_cut(now)) {
             break;
         }
         if (rp_child.mode != RP_RUN && listening) {
@@ -308,7 +322,6 @@ static void *APR_THREAD_FUNC loop_main(apr_thread_t *thd, void *arg)
         if (!listening && !rp_conn_life_count()) {
             break;
         }
-        now = apr_time_now();
         publish_counts();
         rp_loop_wait(now, next_look(now, !listening));
         rp_accept_retry();
@@ -431,17 +444,23 @@ static void join(apr_thread_t *t)
 
 /* Graceful: the loop stops listening and returns once every connection
  * is done (requests in progress finish, answers carry Connection: close,
- * idle keep-alive connections are closed).  Ungraceful (or the parent's
- * SIGTERM during a graceful stop, after GracefulShutdownTimeout): the loop
- * returns at once and connections in progress are cut. */
+ * idle keep-alive connections are closed).  Brief (a full restart or
+ * stop): the same for RP_BRIEF_GRACE, so a request already on its way on
+ * a kept-alive connection is answered rather than reset; then, or at once
+ * if ungraceful (or on the parent's SIGTERM), connections in progress are
+ * cut. */
 static void stop_threads(rp_stop_mode mode)
 {
     int i;
 
     rp_child.starter_may_exit = 1;
     join(rp_child.starter);
+    rp_child.cut_at = apr_time_now() + RP_BRIEF_GRACE;
     rp_child.mode = mode;
     rp_child.draining = 1;
+    /* Modules ask this to end their connections: mod_http2 sends GOAWAY
+     * (a busy HTTP/2 connection would otherwise keep the child). */
+    rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
     if (rp_child.loop) {
         rp_loop_wakeup();
         join(rp_child.loop);   /* it releases the workers when done */
@@ -449,7 +468,7 @@ static void stop_threads(rp_stop_mode mode)
     else {
         release_workers();
     }
-    if (rp_child.mode == RP_UNGRACEFUL || rp_child.got_sigterm) {
+    if (rp_child.mode >= RP_BRIEF || rp_child.got_sigterm) {
         rp_child.mode = RP_UNGRACEFUL;
         rp_conn_cut_running();
     }
@@ -468,7 +487,7 @@ static rp_stop_mode wait_for_stop(void)
             return RP_GRACEFUL;
         }
         if (rv == AP_MPM_PODX_RESTART) {
-            return RP_UNGRACEFUL;
+            return RP_BRIEF;
         }
         if (rp_child.mode != RP_RUN) {
             return rp_child.mode;          /* one of our threads asked */

@@ -440,11 +440,25 @@ static int any_child_alive(void)
     return 0;
 }
 
-static int stop_now(void)
+/* A full restart or stop: the children get RP_BRIEF_GRACE (rp.h) to end
+ * on their own before the reclaim's SIGTERM, which at once cuts what they
+ * were still answering. */
+static void stop_children_briefly(void)
 {
+    apr_time_t end = apr_time_now() + RP_BRIEF_GRACE + apr_time_from_msec(100);
+
     rp_gen_stop_retiring(AP_MPM_PODX_RESTART);
     signal_all_buckets(AP_MPM_PODX_RESTART);
+    do {
+        apr_sleep(apr_time_from_msec(5));
+        ap_relieve_child_processes(note_child_killed);
+    } while (any_child_alive() && apr_time_now() < end);
     ap_reclaim_child_processes(1, note_child_killed);
+}
+
+static int stop_now(void)
+{
+    stop_children_briefly();
     if (!child_fatal) {
         ap_remove_pid(rp_pconf, ap_pid_fname);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
@@ -502,9 +516,7 @@ static int restart(void)
         rp_gen_retire_current();
     }
     else {
-        rp_gen_stop_retiring(AP_MPM_PODX_RESTART);
-        signal_all_buckets(AP_MPM_PODX_RESTART);
-        ap_reclaim_child_processes(1, note_child_killed);
+        stop_children_briefly();
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
                      "SIGHUP received, restarting");
     }

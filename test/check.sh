@@ -169,6 +169,9 @@ for name in ${broken[@]+"${broken[@]}"}; do
     echo "check: from $LOG/$name.log:"
     grep -E '^(FAIL|ERROR)|\*\*FAIL\*\*|FAILED:|Error:|regressions\): [1-9]|  - t/' \
         "$LOG/$name.log" | tail -n 8 | cut -c1-300 | sed 's/^/    /'
+    # The soak's own failed requests (summary.md's "Failures"), unexcused.
+    grep -E '^- [0-9.]+-[0-9.]+ s ' "$LOG/$name.log" | grep -v '(excused: kill' \
+        | head -n 10 | cut -c1-300 | sed 's/^/    /'
 done
 [ ${#broken[@]} -eq 0 ] || echo "check: stages with failures: ${broken[*]}"
 echo "check: $passed passed, $failed failed"

@@ -158,11 +158,18 @@ class Killer(Periodic):
         self.wait_replaced(k, set(kids))
 
     def wait_replaced(self, k, before):
-        """Until a new child of the current generation runs."""
+        """Until a new child of the current generation runs.  Where the
+        parent had added children for a stuck bucket (the load or the
+        SIGSTOP itself makes one), the killed one may have been such an
+        extra: then it is replaced once the sizing's children remain."""
+        extra = len(before) > servers.FRONT_CHILDREN
         while time.monotonic() < k.t + 10 and not self.stop_ev.is_set():
-            if set(self.current()) - before:
+            now = set(self.current())
+            if now - before or (extra and len(now) >= servers.FRONT_CHILDREN
+                                and time.monotonic() > k.t + 5):
                 k.replaced_after = time.monotonic() - k.t
-                self.events.add("kill-replaced", "after %.2f s" % k.replaced_after)
+                self.events.add("kill-replaced", "after %.2f s%s" % (
+                    k.replaced_after, "" if now - before else " (an extra child)"))
                 return
             time.sleep(0.02)
         if not self.stop_ev.is_set():

@@ -16,6 +16,7 @@ FRONT_MODULES = ["ssl", "socache_shmcb", "http2", "proxy", "proxy_http", "header
 # (otherwise the new one has to take the old one's slots) and for
 # replacements of killed children.  The spare-thread limits keep one child
 # per bucket at this load, so samples compare like with like.
+FRONT_CHILDREN = 2
 FRONT_SIZING = """\
 ReusePortBuckets 2
 StartServers 2

@@ -6,10 +6,13 @@ serving."""
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from mpmng_py import privhttpd
-from mpmng_py.integration.common import (HttpdTestCase, Wrk, mpm_directives, reset_delta,
+from mpmng_py.h2raw import H2Requests
+from mpmng_py.integration.common import (CGI_BODY, HttpdTestCase, ResponseReader, Wrk,
+                                         connect, mpm_directives, request_bytes, reset_delta,
                                          reuseport_only, tcp_counters, wait_for_log)
 
 
@@ -189,3 +192,99 @@ class BinaryUpgrade(HttpdTestCase):
         h.wait_children(3)
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, port2, "/f.bin").status, 200)
+
+    def test_an_upgrade_raises_server_limit_and_thread_limit_under_load(self):
+        """ServerLimit 16 -> 24 and ThreadLimit 32 -> 48 (with
+        ThreadsPerChild 48): a graceful restart keeps the old limits (they
+        size the scoreboard), an upgrade makes a new one; under load."""
+        h = self.httpd(conf(2), files={"f.bin": os.urandom(500)})
+        h.wait_children(2)
+        self.wait_workers(h, 64)
+        url = h.url("/f.bin")
+        fresh = Wrk(url, 8, 16, close=True).start()
+        keep = Wrk(url, 8, 16).start()
+        try:
+            time.sleep(1)
+            h.directives = mpm_directives(buckets=2, start=2, server_limit=24, threads=48,
+                                          thread_limit=48, max_workers=384, min_spare=48,
+                                          max_spare=384) + "GracefulShutdownTimeout 20\n"
+            h.write_config()
+            self._upgrade(h)
+        finally:
+            r_fresh, r_keep = fresh.result(), keep.result()
+        for r in (r_fresh, r_keep):
+            self.assertGreater(r.requests, 1000, r)
+            self.assertEqual(r.failures, 0, r)
+        # 48 threads a child: beyond the old ThreadLimit, so a new scoreboard.
+        self.wait_workers(h, 96)
+
+    def test_an_http2_connection_and_a_slow_upload_cross_upgrades(self):
+        """Across 3 upgrades: HTTP/2 (h2c) clients that keep 4 streams open
+        at all times on one connection after another lose no stream (a
+        stream the old server refuses by GOAWAY is retried on a new
+        connection, as RFC 9113 6.8 allows); a 200 KB upload sent at 20 KB/s
+        for 10 s reaches the CGI whole."""
+        size = 16385
+        h = self.httpd(conf(2, "Protocols h2c http/1.1\n"), modules=("http2",),
+                       cgi={"body.py": CGI_BODY}, files={"f.bin": os.urandom(size)})
+        self.wait_workers(h, 64)
+        stop = threading.Event()
+        conns, errors = [], []
+
+        def h2_client():
+            while not stop.is_set():
+                try:
+                    with connect(h.host, h.port) as s:
+                        c = H2Requests(s, "%s:%d" % (h.host, h.port), "/f.bin", size,
+                                       tls=False)
+                        conns.append(c)
+                        c.run(stop.is_set)
+                except OSError as e:
+                    errors.append(repr(e))
+
+        body = os.urandom(200 * 1024)
+        upload = {}
+
+        def slow_upload():
+            try:
+                with connect(h.host, h.port, timeout=30) as s:
+                    s.sendall(request_bytes("POST", "/cgi-bin/body.py", h.host,
+                                            [("Content-Length", str(len(body)))]))
+                    for i in range(0, len(body), 2048):
+                        s.sendall(body[i:i + 2048])
+                        time.sleep(0.1)
+                    upload["r"] = ResponseReader(s).read_response()
+            except (OSError, EOFError) as e:
+                upload["error"] = repr(e)
+
+        threads = [threading.Thread(target=f) for f in (h2_client, h2_client, slow_upload)]
+        for t in threads:
+            t.start()
+        olds = []
+        try:
+            time.sleep(1)
+            for _ in range(3):
+                olds.append(self._upgrade(h))
+                time.sleep(2)
+            # The busy HTTP/2 connections are told to go (GOAWAY), so the
+            # old servers leave well before GracefulShutdownTimeout (20 s).
+            self._all_gone(olds, 10)
+        finally:
+            threads[2].join(30)
+            stop.set()
+            for t in threads[:2]:
+                t.join(30)
+        ok = sum(c.ok for c in conns)
+        lost = [l for c in conns for l in c.lost]
+        msg = ("h2: %d streams answered, %d refused by GOAWAY, lost %s, on %d connections "
+               "(errors %s); upload %s" % (ok, sum(c.refused for c in conns), lost[:5],
+                                           len(conns), errors[:3], upload))
+        print("\n    " + msg, end=" ")
+        self.assertGreater(ok, 500, msg)
+        self.assertGreaterEqual(len(conns), 2 + 3, msg)
+        self.assertEqual(lost, [], msg)
+        self.assertEqual(errors, [], msg)
+        self.assertIn("r", upload, msg)
+        import hashlib
+        self.assertEqual(upload["r"].body.decode(), "length=%d\nsha256=%s\nclaimed=%d\n" % (
+            len(body), hashlib.sha256(body).hexdigest(), len(body)), msg)
