@@ -125,7 +125,7 @@ class H2Requests:
             if self.goaway is not None and sid > self.goaway:
                 self.refused += 1
             else:
-                self.lost.append((sid, "connection closed"))
+                self.lost.append((sid, "connection closed (GOAWAY %s)" % self.goaway))
         self.open.clear()
         return self
 

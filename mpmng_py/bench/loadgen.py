@@ -93,6 +93,14 @@ def start(wl, url_base, duration, nice=None, threads=1, timeout_s=5):
     return p
 
 
+def start_script(url, conns, duration, script, threads=1, timeout_s=5):
+    """wrk with a Lua script of the caller's (which must report as
+    WRK_LUA does); finish() it as a wrk Workload."""
+    return _spawn(["wrk", "-t%d" % threads, "-c%d" % conns,
+                   "-d%ds" % max(1, round(duration)), "--timeout", "%ds" % timeout_s,
+                   "-s", script, url])
+
+
 class _Group:
     """Several client processes run as one (s_time is one connection at a
     time): their outputs and CPU times added up."""

@@ -461,6 +461,41 @@ def uploads_md(rows, meta, out):
     return lines + [""]
 
 
+# ------------------------------------------------------------ app workload
+def app_md(rows, meta, out):
+    """The app part: medians over rounds, ratios to nginx where it ran."""
+    rows = [r for r in rows if not r.get("note")]
+    if not rows:
+        return []
+    variants = order_variants([r["variant"] for r in rows], meta)
+
+    def m(v, col):
+        return med([num(r[col]) for r in rows if r["variant"] == v])
+    ref = {c: m("nginx", c) for c in ("rps", "p99_ms", "server_pss_mb")}
+
+    def ratio(x, col):
+        return f_ratio(x / ref[col]) if x and ref.get(col) else "-"
+    lines = ["## The app workload (PHP + large static files)", "",
+             "wrk -t2 at %s keep-alive connections: a PHP page through php-fpm (prefork: "
+             "mod_php) and large static files; medians over %d round(s); x nginx = the "
+             "ratio to nginx's median." % (rows[0]["conns"], len({r["round"] for r in rows})),
+             "", "| variant | PHP | req/s | x nginx | p50 ms | p99 ms | x nginx | errors | "
+             "server PSS MB | x nginx | threads | php-fpm PSS MB |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in variants:
+        rps, p99, pss = m(v, "rps"), m(v, "p99_ms"), m(v, "server_pss_mb")
+        errs = med([sum(num(r[k]) or 0 for k in ("err_connect", "err_read", "err_write",
+                                                  "err_timeout", "err_status"))
+                    for r in rows if r["variant"] == v])
+        php = sorted({r["php"] for r in rows if r["variant"] == v})
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            v, "/".join(php), f_int(rps), ratio(rps, "rps"), f_num(m(v, "p50_ms")),
+            f_num(p99), ratio(p99, "p99_ms"), f_int(errs), f_num(pss),
+            ratio(pss, "server_pss_mb"), f_int(m(v, "server_threads")),
+            f_num(m(v, "fpm_pss_mb"))))
+    return lines + [""]
+
+
 # ------------------------------------------------------------ plots
 def publish(outdir, text):
     """A run's summary.md, also printed, and where it is."""
@@ -708,6 +743,7 @@ def make(out, update_doc=False):
     lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
     lines += slow_md(read_tsv(os.path.join(out, "slow.tsv")), meta, out)
     lines += uploads_md(read_tsv(os.path.join(out, "uploads.tsv")), meta, out)
+    lines += app_md(read_tsv(os.path.join(out, "app.tsv")), meta, out)
     lines += profile_md(read_tsv(os.path.join(out, "profile.tsv")), meta, out)
     pngs = [p for p in ("rps.png", "rps_vs_event.png", "cpu_per_request.png", "latency.png",
                         "idle_memory.png") if os.path.exists(os.path.join(out, p))]

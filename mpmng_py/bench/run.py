@@ -552,6 +552,11 @@ def run_part_module(mod, tsv_name, args, variants_, docroot, outdir):
         tsv.close()
 
 
+def part_app(args, variants_, docroot, outdir, info):
+    from mpmng_py.bench import appbench
+    run_part_module(appbench, "app.tsv", args, variants_, docroot, outdir)
+
+
 def part_restart(args, variants_, docroot, outdir, info):
     from mpmng_py.bench import restartbench
     run_part_module(restartbench, "restart.tsv", args, variants_, docroot, outdir)
@@ -665,8 +670,8 @@ def main():
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
     ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow,"
-                    "uploads,profile "
-                    "(default: all but profile; --quick: throughput)")
+                    "uploads,profile,app "
+                    "(default: all but profile and app; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--baseline", metavar="DIR",
                     help="another build of our modules (make OUT=DIR all, e.g. of HEAD): each "
@@ -702,6 +707,18 @@ def main():
                     "hostile; also: uploads)")
     ap.add_argument("--upload-mb", type=float, default=1000,
                     help="MB of request bodies per run in the uploads part (default 1000)")
+    ap.add_argument("--app-seconds", type=int, default=12,
+                    help="app part: seconds per run (default 12)")
+    ap.add_argument("--app-files", type=int, default=100,
+                    help="app part: static files (default 100)")
+    ap.add_argument("--app-file-kb", type=int, default=500,
+                    help="app part: KiB per static file (default 500)")
+    ap.add_argument("--app-php-share", type=int, default=20,
+                    help="app part: percent of requests for the PHP page (default 20)")
+    ap.add_argument("--app-php-loops", type=int, default=4000,
+                    help="app part: md5 rounds of the PHP page (default 4000, about 1 ms)")
+    ap.add_argument("--app-fpm-children", type=int, default=16,
+                    help="app part: php-fpm children, pm static (default 16)")
     ap.add_argument("--hostile-mix", help="slow connections of each kind in the slow part's "
                     "hostile scenario (default heads=5000,readers=5000,handshakes=1000; "
                     "quick a tenth)")
@@ -745,7 +762,7 @@ def main():
                            "throughput,idle,syscalls,restart,tls,slow,uploads")).split(",")
     for p in parts:
         if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "uploads",
-                     "profile"):
+                     "profile", "app"):
             sys.exit("bench: unknown part %r" % p)
     from mpmng_py.bench import slowbench
     for s in args.slow_scenarios:
@@ -816,7 +833,7 @@ def main():
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
                       ("syscalls", part_syscalls), ("restart", part_restart),
                       ("tls", part_tls), ("slow", part_slow), ("uploads", part_uploads),
-                      ("profile", part_profile)):
+                      ("profile", part_profile), ("app", part_app)):
             if p in parts:
                 t = time.monotonic()
                 log("== part %s ==" % p)

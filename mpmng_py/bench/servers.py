@@ -37,6 +37,7 @@ HostnameLookups Off
     # finishing while new ones start), for every MPM alike.
     "restart": "KeepAliveTimeout 30\nTimeout 60\n",
     "slow": "KeepAliveTimeout 30\nTimeout 60\n",
+    "app": "KeepAliveTimeout 30\nTimeout 60\n",
 }
 
 # TLS on a second port (tls=True), the same for every server: the same
@@ -244,7 +245,7 @@ http {{
             allow 127.0.0.1;
             deny all;
         }}
-    }}
+{server}    }}
 }}
 """
 
@@ -259,8 +260,10 @@ NGINX_TLS = """\
 
 
 class NginxServer(Server):
-    """Debian's nginx with a private prefix, config, pid file and port."""
+    """Debian's nginx with a private prefix, config, pid file and port.
+    extra_server: lines for its server block (a part's locations)."""
     kind = "nginx"
+    extra_server = ""
 
     def __init__(self, variant, part, docroot, port=None, h2=False, tls=False):
         self.variant = variant
@@ -297,7 +300,8 @@ class NginxServer(Server):
                 host=self.host, port=self.tls_port, h2="http2" if self.h2 else "",
                 listen_options=v.meta.get("listen_options", ""), crt=self.tls[0],
                 key=self.tls[1]) if self.tls else "",
-            ka_timeout=NGINX_KEEPALIVE_TIMEOUT.get(self.part, "30s"))
+            ka_timeout=NGINX_KEEPALIVE_TIMEOUT.get(self.part, "30s"),
+            server=self.extra_server)
 
     def _run(self, *args):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}

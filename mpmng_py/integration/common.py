@@ -45,6 +45,15 @@ def mpm_available(name):
     return os.path.exists(privhttpd.MPMS[name][1])
 
 
+# mod_http2 (h2_session.c, its WAIT state) ends a stopping session once no
+# stream is open, also when the read it just made opened one that is not
+# scheduled yet: its final GOAWAY names that stream, which is never
+# answered.  Rare (1 lost stream in 3 runs of 6 restarts under load; 0 in
+# 3 under mpm_event, which served 2.6x fewer streams); httpd's to fix.
+# Tests of HTTP/2 clients across stops allow this many lost streams.
+H2_RACE_LOST = 3
+
+
 def needs_modules(*names):
     """Skip where httpd's module directory lacks one of these modules (the
     in-tree build has no mod_http2, for one)."""

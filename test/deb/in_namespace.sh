@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run by test/deb/run.sh inside `unshare --mount --net`: a private copy of
 # /etc/apache2 and of the runtime directories, loopback only.  $1 = scratch
-# directory.  Prints "ok: ..." / "FAILED: ..." lines.
+# directory, $2 and $3 = the two .deb files.  Prints "ok: ..." / "FAILED:
+# ..." lines.
 set -uo pipefail
 tmp=$1
 ok() { echo "ok: $1"; }
@@ -55,6 +56,31 @@ check "after the upgrade the PidFile names a new parent and the old one leaves" 
     bash -c "p=\$(cat /run/apache2/apache2.pid); [ -n \"\$p\" ] && [ \"\$p\" != '$pid0' ] && ! kill -0 '$pid0' 2>/dev/null"
 check "after the upgrade the file is still served" \
     bash -c "$(declare -f same_body); tmp=$tmp; same_body"
+# A package upgrade under load, the documented way: dpkg puts the new files
+# in place (the running server keeps what it has loaded), mpmng-upgrade
+# hands the listeners to a new server that loads them.
+no_failures() {  # wrk outputs: every one ran and none reports an error
+    local f
+    for f in "$@"; do
+        grep -Eq '^ +[0-9]+ requests in' "$f" || return 1
+        ! grep -Eq 'Socket errors|Non-2xx' "$f" || return 1
+    done
+}
+established() { [ "$(ss -Htn state established '( sport = :80 )' | wc -l)" -ge "$1" ]; }
+wrk -t1 -c16 -d10s http://127.0.0.1/file.bin >"$tmp/wrk-ka" 2>&1 & ka=$!
+wrk -t1 -c16 -d10s -H "Connection: close" http://127.0.0.1/file.bin >"$tmp/wrk-new" 2>&1 & new=$!
+wait_for 5 established 16
+pid0=$(cat /run/apache2/apache2.pid 2>/dev/null)
+check "dpkg -i reinstalls both packages under load" \
+    bash -c "dpkg -i '$2' '$3' >'$tmp/dpkg.log' 2>&1"
+check "mpmng-upgrade after the reinstall, under load" mpmng-upgrade
+wait $ka $new
+check "reinstall and upgrade under load: no failed request (wrk, 16 kept-alive and 16 new connections)" \
+    no_failures "$tmp/wrk-ka" "$tmp/wrk-new"
+grep -h -E 'requests in|errors|Non-2xx' "$tmp/wrk-ka" "$tmp/wrk-new" | sed 's/^/    /'
+check "after the reinstall a new parent serves" \
+    bash -c "p=\$(cat /run/apache2/apache2.pid); [ -n \"\$p\" ] && [ \"\$p\" != '$pid0' ]"
+
 ctl stop
 check "apache2 -k stop: the server is gone" wait_for 20 bash -c "! curl -s --max-time 1 http://127.0.0.1/ >/dev/null"
 grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" || ok "no emerg/alert/crit in error.log"

@@ -5,8 +5,9 @@
 # /etc/apache2, runtime directories and network are untouched), enables
 # them the Debian way (a2dismod mpm_event; a2enmod mpm_reuseport fhcache),
 # starts apache2 from /etc/apache2 on the namespace's loopback, serves a
-# file through the cache, restarts, upgrades (mpmng-upgrade) and stops;
-# finally purges the packages.
+# file through the cache, restarts, upgrades (mpmng-upgrade), reinstalls
+# the packages under load and upgrades again, and stops; finally purges
+# the packages.
 # Root only (it installs packages).  Last line: "deb: N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,7 +48,7 @@ sandbox=$(mktemp -d /tmp/mpmng-deb-XXXXXX)
 chmod 755 "$sandbox"
 # A PID namespace too: whatever apache2 leaves behind ends with the script.
 unshare --mount --net --pid --fork --mount-proc \
-    bash "$top/test/deb/in_namespace.sh" "$sandbox" >"$sandbox/log" 2>&1
+    bash "$top/test/deb/in_namespace.sh" "$sandbox" "$mpm" "$fhc" >"$sandbox/log" 2>&1
 rc=$?
 sed 's/^/  /' "$sandbox/log"
 p=$(grep -c '^ok:' "$sandbox/log"); f=$(grep -c '^FAILED:' "$sandbox/log")

@@ -9,8 +9,10 @@ import threading
 import time
 
 from mpmng_py.h2raw import H2Requests
-from mpmng_py.integration.common import (CGI_SLOW, SANITIZED, HttpdTestCase, ResponseReader, Wrk,
-                                         connect, http_get, mpm_directives, request_bytes,
+from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, HttpdTestCase,
+                                         ResponseReader, Wrk, connect, http_get,
+                                         mpm_directives, needs_modules,
+                                         request_bytes,
                                          reset_delta, reuseport_only, tcp_counters, wait_for_log)
 
 # Under sanitizers a restart takes seconds: slower pacing, no timing checks.
@@ -301,12 +303,12 @@ class FullRestart(HttpdTestCase):
 
 
 class BusyHttp2(HttpdTestCase):
-    @reuseport_only
+    @needs_modules("http2")
     def test_busy_http2_connections_do_not_keep_the_old_children(self):
         """A graceful restart tells HTTP/2 connections to go (GOAWAY: the
         child says STOPPING, as mpm_event's do): clients that keep 4 streams
-        open at all times lose none and the old children leave within
-        seconds.  Before, such a connection kept its old child until
+        open at all times lose none (but for mod_http2's race, above) and
+        the old children leave within seconds.  Before, such a connection kept its old child until
         GracefulShutdownTimeout (none by default: for ever)."""
         size = 16385
         h = self.httpd(conf(2) + "Protocols h2c http/1.1\n", modules=("http2",),
@@ -345,6 +347,6 @@ class BusyHttp2(HttpdTestCase):
             sum(c.ok for c in conns), sum(c.refused for c in conns), lost[:5], len(conns),
             errors[:3])
         print("\n    " + msg, end=" ")
-        self.assertEqual(lost, [], msg)
+        self.assertLessEqual(len(lost), H2_RACE_LOST, msg)
         self.assertEqual(errors, [], msg)
         self.assertGreaterEqual(len(conns), 3, msg)
