@@ -412,6 +412,49 @@ class ResponseReader:
         return Response(status, parts[2] if len(parts) > 2 else "", headers, body)
 
 
+class H2Clients:
+    """n h2c clients, each keeping 4 GETs of path (size bytes) open on one
+    connection after another until stop(): what became of their streams
+    (mpmng_py/h2raw.py H2Requests) and the errors of their connections."""
+
+    def __init__(self, host, port, path, size, n=2):
+        self.host, self.port, self.path, self.size = host, port, path, size
+        self.conns, self.errors = [], []
+        self.stop_ev = threading.Event()
+        self.threads = [threading.Thread(target=self._client) for _ in range(n)]
+
+    def _client(self):
+        from mpmng_py.h2raw import H2Requests
+        while not self.stop_ev.is_set():
+            try:
+                with connect(self.host, self.port) as s:
+                    c = H2Requests(s, "%s:%d" % (self.host, self.port), self.path,
+                                   self.size, tls=False)
+                    self.conns.append(c)
+                    c.run(self.stop_ev.is_set)
+            except OSError as e:
+                self.errors.append(repr(e))
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(30)
+
+    def lost(self):
+        return [l for c in self.conns for l in c.lost]
+
+    def summary(self):
+        return ("h2: %d streams answered, %d refused by GOAWAY, lost %s, on %d connections "
+                "(errors %s)" % (sum(c.ok for c in self.conns),
+                                 sum(c.refused for c in self.conns), self.lost()[:5],
+                                 len(self.conns), self.errors[:3]))
+
+
 def http_get(host, port, path="/", timeout=10, method="GET", headers=()):
     """One request on a fresh connection (Connection: close)."""
     with connect(host, port, timeout) as s:

@@ -5,12 +5,10 @@ leaves the running generation serving."""
 import os
 import re
 import signal
-import threading
 import time
 
-from mpmng_py.h2raw import H2Requests
-from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, HttpdTestCase,
-                                         ResponseReader, Wrk, connect, http_get,
+from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, H2Clients,
+                                         HttpdTestCase, ResponseReader, Wrk, connect, http_get,
                                          mpm_directives, needs_modules,
                                          request_bytes,
                                          reset_delta, reuseport_only, tcp_counters, wait_for_log)
@@ -307,46 +305,26 @@ class BusyHttp2(HttpdTestCase):
     def test_busy_http2_connections_do_not_keep_the_old_children(self):
         """A graceful restart tells HTTP/2 connections to go (GOAWAY: the
         child says STOPPING, as mpm_event's do): clients that keep 4 streams
-        open at all times lose none (but for mod_http2's race, above) and
-        the old children leave within seconds.  Before, such a connection kept its old child until
-        GracefulShutdownTimeout (none by default: for ever)."""
+        open at all times lose none (but for mod_http2's race, common.py
+        H2_RACE_LOST) and the old children leave within seconds.  Before,
+        such a connection kept its old child until GracefulShutdownTimeout
+        (none by default: for ever)."""
         size = 16385
         h = self.httpd(conf(2) + "Protocols h2c http/1.1\n", modules=("http2",),
                        files={"f.bin": os.urandom(size)})
         old_kids = set(h.wait_children(2))
         self.wait_workers(h, 64)
-        stop = threading.Event()
-        conns, errors = [], []
-
-        def h2_client():
-            while not stop.is_set():
-                try:
-                    with connect(h.host, h.port) as s:
-                        c = H2Requests(s, "%s:%d" % (h.host, h.port), "/f.bin", size,
-                                       tls=False)
-                        conns.append(c)
-                        c.run(stop.is_set)
-                except OSError as e:
-                    errors.append(repr(e))
-
-        threads = [threading.Thread(target=h2_client) for _ in range(2)]
-        for t in threads:
-            t.start()
+        clients = H2Clients(h.host, h.port, "/f.bin", size).start()
         try:
-            time.sleep(1)
+            time.sleep(1)       # the clients' streams under way
             before = h.generation_count()
             h.send_signal(signal.SIGUSR1)
             self.wait_until(lambda: h.generation_count() > before, 20, "the next generation")
             self.wait_gone(old_kids, 10, "the old children")
         finally:
-            stop.set()
-            for t in threads:
-                t.join(30)
-        lost = [l for c in conns for l in c.lost]
-        msg = "h2: %d streams answered, %d refused by GOAWAY, lost %s, %d connections, %s" % (
-            sum(c.ok for c in conns), sum(c.refused for c in conns), lost[:5], len(conns),
-            errors[:3])
+            clients.stop()
+        msg = clients.summary()
         print("\n    " + msg, end=" ")
-        self.assertLessEqual(len(lost), H2_RACE_LOST, msg)
-        self.assertEqual(errors, [], msg)
-        self.assertGreaterEqual(len(conns), 3, msg)
+        self.assertLessEqual(len(clients.lost()), H2_RACE_LOST, msg)
+        self.assertEqual(clients.errors, [], msg)
+        self.assertGreaterEqual(len(clients.conns), 3, msg)
