@@ -48,6 +48,7 @@ static struct {
     volatile rp_stop_mode mode; /* set by whoever decides to stop */
     volatile sig_atomic_t got_sigterm;
     volatile apr_time_t cut_at; /* RP_BRIEF: what is left is cut then */
+    volatile apr_time_t stopping_at; /* modules are told then (loop) */
     volatile int draining;      /* answers carry Connection: close */
     volatile int starter_may_exit;
 } rp_child;
@@ -107,9 +108,13 @@ static void request_stop(rp_stop_mode mode)
 int rp_child_post_read_request(request_rec *r)
 {
     /* While draining, tell the client this connection ends after this
-     * answer, so it never sends a request into a closing connection. */
-    if (rp_child.draining) {
-        r->connection->keepalive = AP_CONN_CLOSE;
+     * answer, so it never sends a request into a closing connection.  Said
+     * as the answer's "Connection: close" (ap_set_keepalive honours it), not
+     * by closing the connection beforehand (c->keepalive): then httpd
+     * would end a body of unknown length by closing instead of chunking
+     * it, which clients such as wrk count as a failed read. */
+    if (rp_child.draining && !r->connection->master) {
+        apr_table_mergen(r->err_headers_out, "Connection", "close");
     }
     rp_conn_note_request(r);
     rp_hold_add(r);
@@ -212,6 +217,7 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
  * this long to send the request that may already be on its way. */
 #define RP_DRAIN_TICK apr_time_from_msec(50)
 #define RP_IDLE_GRACE apr_time_from_msec(250)
+#define RP_STOPPING_DELAY apr_time_from_sec(1)
 /* While workers are busy: how soon a free leadership gets a leader. */
 #define RP_LF_TICK apr_time_from_msec(1)
 #define RP_EXPIRED_BATCH 64
@@ -234,6 +240,7 @@ static apr_time_t next_look(apr_time_t now, int draining)
     if (rp_child.mode == RP_BRIEF) {
         next = earliest(next, rp_child.cut_at);
     }
+    next = earliest(next, rp_child.stopping_at);
     if (draining) {
         next = earliest(next, now + RP_DRAIN_TICK);
     }
@@ -251,19 +258,55 @@ static void publish_counts(void)
     ps->suspended = rp_callbacks_suspended();
 }
 
-/* Close what timed out; with idle_for (draining) also keep-alive
- * connections idle that long. */
+/* Told to go while the server goes on with this generation (spare
+ * threads, MaxConnectionsPerChild): nobody waits for this child, so its
+ * HTTP/1 clients keep their connections until their next answer (with
+ * Connection: close) or KeepAliveTimeout, as in any child.  Closed
+ * early, one crossing its next request would fail (a client at 1,000
+ * connections pausing 330 ms between requests lost hundreds per
+ * benchmark).  A restart or a stop moves running_generation on
+ * (rp_parent.c): then this generation's clients are moved on at once. */
+static int retiring(void)
+{
+    return rp_child.mode == RP_GRACEFUL && !rp_child.got_sigterm
+           && ap_scoreboard_image->global->running_generation
+              == rp_state->mpm->my_generation;
+}
+
+static int spare_http1(rp_parking *pk)
+{
+    return rp_conn_speaks_http1(rp_conn_of(pk));
+}
+
+/* End what timed out; with idle_for (draining) also keep-alive
+ * connections idle that long, but a retiring child's HTTP/1 ones. */
 static void close_expired(apr_time_t idle_for)
 {
     rp_parking *batch[RP_EXPIRED_BATCH];
+    int (*spare)(rp_parking *) = idle_for && retiring() ? spare_http1 : NULL;
     int n, i;
 
     do {
-        n = rp_loop_take_expired(idle_for, batch, RP_EXPIRED_BATCH);
+        n = rp_loop_take_expired(idle_for, spare, batch, RP_EXPIRED_BATCH);
         for (i = 0; i < n; i++) {
-            rp_conn_close(rp_conn_of(batch[i]));
+            rp_conn_end_waiting(rp_conn_of(batch[i]));
         }
     } while (n == RP_EXPIRED_BATCH);
+}
+
+/* Modules that keep connections of their own learn that the child stops
+ * (mod_http2 sends GOAWAY on its busy connections) only after a graceful
+ * stop's first RP_STOPPING_DELAY: told at once, mod_http2 shuts down a
+ * connection whose client sends new streams after its notice (a batch
+ * just begun: all its streams lost, under stock MPMs too).  Meanwhile
+ * its idle connections end at the loop's idle close, with a GOAWAY that
+ * names the last stream served. */
+static void tell_modules_when_due(apr_time_t now)
+{
+    if (rp_child.stopping_at && now >= rp_child.stopping_at) {
+        rp_child.stopping_at = 0;
+        rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
+    }
 }
 
 static int stop_is_graceful(void)
@@ -322,6 +365,7 @@ static void *APR_THREAD_FUNC loop_main(apr_thread_t *thd, void *arg)
         if (!listening && !rp_conn_life_count()) {
             break;
         }
+        tell_modules_when_due(now);
         publish_counts();
         rp_loop_wait(now, next_look(now, !listening));
         rp_accept_retry();
@@ -460,7 +504,12 @@ static void stop_threads(rp_stop_mode mode)
     rp_child.draining = 1;
     /* Modules ask this to end their connections: mod_http2 sends GOAWAY
      * (a busy HTTP/2 connection would otherwise keep the child). */
-    rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
+    if (mode == RP_GRACEFUL && rp_child.loop) {
+        rp_child.stopping_at = apr_time_now() + RP_STOPPING_DELAY;
+    }
+    else {
+        rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
+    }
     if (rp_child.loop) {
         rp_loop_wakeup();
         join(rp_child.loop);   /* it releases the workers when done */

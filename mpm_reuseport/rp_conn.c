@@ -518,6 +518,34 @@ static int resume(rp_conn *rc, apr_thread_t *thd, int tid)
     return run(rc, thd, tid);
 }
 
+int rp_conn_speaks_http1(rp_conn *rc)
+{
+    return !rc->c || !strcmp(ap_get_protocol(rc->c), AP_PROTOCOL_HTTP1);
+}
+
+/* An HTTP/1 client that finds its idle connection closed knows what to do
+ * (RFC 9112, 9.3.1), and a reset tells it as well as our FIN: closed at
+ * once.  An HTTP/2 client learns from the GOAWAY that mod_http2's
+ * pre_close hook sends which of its streams were refused (it may send
+ * new ones meanwhile): a reset could destroy that unread. */
+void rp_conn_end_waiting(rp_conn *rc)
+{
+    if (rc->parking.why != RP_PARK_KEEPALIVE || rp_conn_speaks_http1(rc)) {
+        rp_conn_close(rc);
+        return;
+    }
+    rc->pub.state = CONN_STATE_LINGER;
+    if (start_lingering(rc)) {
+        rp_conn_close(rc);
+        return;
+    }
+    if (park(rc, RP_PARK_LINGER, RP_POLL_IN, RP_LINGER_TIMEOUT)) {
+        while (linger_read(rc)) {
+            continue;
+        }
+    }
+}
+
 void rp_conn_dispatch(rp_conn *rc, apr_thread_t *thd, int tid)
 {
     while (resume(rc, thd, tid)) {

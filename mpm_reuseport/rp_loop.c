@@ -470,36 +470,51 @@ static rp_parking *parking_of(rp_timer *t)
 }
 
 /* Claim up to max connections of set that expired (or, with idle_for,
- * have been parked that long), oldest first. */
+ * have been parked that long, unless spare() keeps them), oldest first: a
+ * queue is in parking order, so the first one parked too recently ends
+ * the look. */
 static int take_expired_locked(rp_timeqs *set, apr_time_t now,
-                               apr_time_t idle_for, rp_parking **out, int max)
+                               apr_time_t idle_for,
+                               int (*spare)(rp_parking *),
+                               rp_parking **out, int max)
 {
     int n = 0, i;
-    rp_timer *t;
 
     for (i = 0; i < set->n && n < max; i++) {
         rp_timeq *q = set->qs[i];
-        while (n < max && (t = rp_timeq_first(q))) {
+        rp_timer *t = rp_timeq_first(q);
+        while (n < max && t) {
+            rp_timer *next = t->next == &q->head ? NULL : t->next;
             apr_time_t parked_at = t->expires - q->timeout;
-            if (t->expires > now && (!idle_for || now - parked_at < idle_for)) {
-                break;
+            if (t->expires > now) {
+                if (!idle_for || now - parked_at < idle_for) {
+                    break;
+                }
+                if (spare && spare(parking_of(t))) {
+                    t = next;
+                    continue;
+                }
             }
             out[n] = parking_of(t);
             unpark_locked(out[n++]);
+            t = next;
         }
     }
     return n;
 }
 
-int rp_loop_take_expired(apr_time_t idle_for, rp_parking **out, int max)
+int rp_loop_take_expired(apr_time_t idle_for, int (*spare)(rp_parking *),
+                         rp_parking **out, int max)
 {
     apr_time_t now = apr_time_now();
     int n;
 
     pthread_mutex_lock(&loop.park_lock);
-    n = take_expired_locked(&loop.keepalive_qs, now, idle_for, out, max);
-    n += take_expired_locked(&loop.io_qs, now, 0, out + n, max - n);
-    n += take_expired_locked(&loop.linger_qs, now, 0, out + n, max - n);
+    n = take_expired_locked(&loop.keepalive_qs, now, idle_for, spare, out,
+                            max);
+    n += take_expired_locked(&loop.io_qs, now, 0, NULL, out + n, max - n);
+    n += take_expired_locked(&loop.linger_qs, now, 0, NULL, out + n,
+                             max - n);
     pthread_mutex_unlock(&loop.park_lock);
     return n;
 }

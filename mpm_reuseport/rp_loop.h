@@ -99,9 +99,11 @@ void rp_loop_wake_leader(void);
  * none), or a wake-up; the parking counts go to the scoreboard first. */
 void rp_loop_wait(apr_time_t now, apr_time_t also_at);
 /* Claim up to max parked connections whose time is up (with idle_for,
- * also keep-alive ones idle that long), oldest first; the caller closes
- * them. */
-int rp_loop_take_expired(apr_time_t idle_for, rp_parking **out, int max);
+ * also keep-alive ones idle that long, but for those spare() says to
+ * leave to their timeout; spare may be NULL), oldest first; the caller
+ * ends them.  spare runs under the park lock. */
+int rp_loop_take_expired(apr_time_t idle_for, int (*spare)(rp_parking *),
+                         rp_parking **out, int max);
 /* Requests read ahead whose deadline passed go to a worker. */
 void rp_loop_hand_over_late_reads(void);
 

@@ -478,6 +478,10 @@ static int stop_gracefully(void)
         rp_listen_stop_deferring();
     }
     rp_listen_close_all();
+    /* No generation runs on: the children move their clients on at once
+     * rather than as for a retirement (rp_child.c retiring). */
+    ap_scoreboard_image->global->running_generation =
+        rp_state->mpm->my_generation + 1;
     rp_gen_stop_retiring(AP_MPM_PODX_GRACEFUL);
     signal_all_buckets(AP_MPM_PODX_GRACEFUL);
     ap_relieve_child_processes(note_child_killed);

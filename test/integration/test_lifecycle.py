@@ -246,6 +246,51 @@ class Maintenance(HttpdTestCase):
         res = run_ab(h.url("/index.html"), 1500, 8)
         self.assertEqual(res.failures, 0, res)
 
+    @reuseport_only
+    def test_retiring_child_keeps_idle_keepalive_connections(self):
+        """A child told to retire (here MaxConnectionsPerChild) lets its
+        clients' kept-alive connections be until their next answer, which
+        says Connection: close, or KeepAliveTimeout.
+        Before, it closed them after 250 ms idle, so a client pausing
+        longer sent its next request into a closing connection (wrk's read
+        errors at 1,000 connections, issue 37).  Stock MPMs close them at
+        once.  The answer of unknown length is chunked as usual: said by
+        closing the connection first, httpd ended it by closing, which wrk
+        also counted as a failed read."""
+        h = self.httpd(mpm_directives(buckets=1, start=1, server_limit=4, threads=4,
+                                      thread_limit=4, max_workers=16, min_spare=1, max_spare=16,
+                                      extra="MaxConnectionsPerChild 6\nKeepAliveTimeout 5"),
+                       files={"index.html": "k\n"}, cgi={"slow.py": CGI_SLOW}, cgi_by="cgi")
+        first = h.wait_children(1)
+
+        def get(sock, path="/index.html"):
+            sock.sendall(request_bytes("GET", path))
+            try:
+                resp = ResponseReader(sock).read_response()
+                return (resp.status, resp.header("connection", "").lower(),
+                        resp.header("transfer-encoding", "").lower(), resp.body)
+            except (EOFError, ConnectionError) as e:
+                return repr(e), "", "", b""
+        idle = connect(h.host, h.port)
+        self.assertEqual(get(idle)[:2], (200, ""), "a kept-alive answer before the retirement")
+        others = []
+        while len(others) < 6:  # until the child's last one (the server's probes count)
+            others.append(connect(h.host, h.port))
+            answer = get(others[-1])
+            self.assertEqual(answer[0], 200)
+            if answer[1] == "close":
+                break
+        self.assertEqual(answer[1], "close", "MaxConnectionsPerChild 6 reached")
+        time.sleep(0.6)         # a client's pause, longer than the old 250 ms
+        # A CGI's answer has no length: still chunked, not ended by the close
+        # (wrk counted those as failed reads, issue 37).
+        self.assertEqual(get(idle, "/cgi-bin/slow.py?0"),
+                         (200, "close", "chunked", b"begin\nend\n"),
+                         "the idle connection's next request")
+        for sock in [idle] + others:
+            sock.close()
+        self.wait_gone(first, 5, "the retired child once its connections closed")
+
     def test_min_spare_threads_spawns_children(self):
         h = self.httpd(mpm_directives(buckets=2, start=2, server_limit=10, threads=10,
                                       max_workers=100, min_spare=60, max_spare=100))

@@ -305,7 +305,7 @@ class BusyHttp2(HttpdTestCase):
     def test_busy_http2_connections_do_not_keep_the_old_children(self):
         """A graceful restart tells HTTP/2 connections to go (GOAWAY: the
         child says STOPPING, as mpm_event's do): clients that keep 4 streams
-        open at all times lose none (but for mod_http2's race, common.py
+        open at all times lose none (but for mod_http2's faults, common.py
         H2_RACE_LOST) and the old children leave within seconds.  Before,
         such a connection kept its old child until GracefulShutdownTimeout
         (none by default: for ever)."""
@@ -325,6 +325,6 @@ class BusyHttp2(HttpdTestCase):
             clients.stop()
         msg = clients.summary()
         print("\n    " + msg, end=" ")
-        self.assertLessEqual(len(clients.lost()), H2_RACE_LOST, msg)
+        self.assertLessEqual(len(clients.lost()), 2 * H2_RACE_LOST, msg)    # 2 clients
         self.assertEqual(clients.errors, [], msg)
         self.assertGreaterEqual(len(clients.conns), 3, msg)
