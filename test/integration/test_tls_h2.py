@@ -401,9 +401,12 @@ class Http2(HttpdTestCase):
         finally:
             p.kill()
         self.assertEqual(p.returncode, 0, err)
-        for i in range(4):
-            with open(os.path.join(outdir, str(i)), "rb") as f:
-                self.assertEqual(sha256(f.read()), sha256(FILES[name]), "download %d" % i)
+        try:
+            for i in range(4):
+                with open(os.path.join(outdir, str(i)), "rb") as f:
+                    self.assertEqual(sha256(f.read()), sha256(FILES[name]), "download %d" % i)
+        finally:
+            shutil.rmtree(outdir)
         return srv.h
 
     @reuseport_only
