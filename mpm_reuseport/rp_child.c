@@ -49,6 +49,7 @@ static struct {
     volatile sig_atomic_t got_sigterm;
     volatile apr_time_t cut_at; /* RP_BRIEF: what is left is cut then */
     volatile apr_time_t stopping_at; /* modules are told then (loop) */
+    apr_time_t retired_at;      /* a graceful stop began then */
     volatile int draining;      /* answers carry Connection: close */
     volatile int starter_may_exit;
 } rp_child;
@@ -261,14 +262,19 @@ static void publish_counts(void)
 /* Told to go while the server goes on with this generation (spare
  * threads, MaxConnectionsPerChild): nobody waits for this child, so its
  * HTTP/1 clients keep their connections until their next answer (with
- * Connection: close) or KeepAliveTimeout, as in any child.  Closed
- * early, one crossing its next request would fail (a client at 1,000
+ * Connection: close) or KeepAliveTimeout, as in any child, but for
+ * RP_RETIRING_KEEP at most (a long KeepAliveTimeout would keep retired
+ * children, and their scoreboard slots, for that long).  Closed early,
+ * one crossing its next request would fail (a client at 1,000
  * connections pausing 330 ms between requests lost hundreds per
  * benchmark).  A restart or a stop moves running_generation on
  * (rp_parent.c): then this generation's clients are moved on at once. */
+#define RP_RETIRING_KEEP apr_time_from_sec(5)
+
 static int retiring(void)
 {
     return rp_child.mode == RP_GRACEFUL && !rp_child.got_sigterm
+           && apr_time_now() < rp_child.retired_at + RP_RETIRING_KEEP
            && ap_scoreboard_image->global->running_generation
               == rp_state->mpm->my_generation;
 }
@@ -500,6 +506,7 @@ static void stop_threads(rp_stop_mode mode)
     rp_child.starter_may_exit = 1;
     join(rp_child.starter);
     rp_child.cut_at = apr_time_now() + RP_BRIEF_GRACE;
+    rp_child.retired_at = apr_time_now();
     rp_child.mode = mode;
     rp_child.draining = 1;
     /* Modules ask this to end their connections: mod_http2 sends GOAWAY
