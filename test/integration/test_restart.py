@@ -55,13 +55,16 @@ class SeamlessRestart(HttpdTestCase):
     def _restarts(self, h, n, every, bucket_cycle=None):
         def act():
             t0 = time.monotonic()
+            self.each = []
             for i in range(n):
                 # Paced by the clock: a restart itself takes a while.
                 time.sleep(max(0.0, t0 + every * (i + 1) - time.monotonic()))
                 if bucket_cycle:
                     h.directives = conf(bucket_cycle[i % len(bucket_cycle)])
                     h.write_config()
+                t1 = time.monotonic()
                 h.graceful()
+                self.each.append(time.monotonic() - t1)
             self.took = time.monotonic() - t0
             time.sleep(1)   # the last old generation leaves
             return n
@@ -69,18 +72,26 @@ class SeamlessRestart(HttpdTestCase):
 
     def _check(self, h, label, base, during, budget, slack=2.0):
         (bf, bk, bres, _), (rf, rk, rres, n) = base, during
-        msg = ("%s: %d graceful restarts in %.1f s\n"
+        msg = ("%s: %d graceful restarts in %.1f s (each until its generation ran: %s s)\n"
                "      without restarts: new conns %s\n"
                "                        keep-alive %s\n"
                "      with restarts:    new conns %s\n"
                "                        keep-alive %s\n"
                "      TCP resets without restarts: %s\n"
                "      TCP resets with restarts: %s"
-               % (label, n, self.took, bf, bk, rf, rk, bres, rres))
+               % (label, n, self.took, ", ".join("%.1f" % t for t in self.each),
+                  bf, bk, rf, rk, bres, rres))
         print("\n    " + msg, end=" ")
         self.assertEqual(n, 10, msg)
         if not SANITIZED:
-            self.assertLessEqual(self.took, budget + 2, msg)
+            # Each restart until its new generation runs: reading the
+            # configuration and forking compete with the load for 2 cores
+            # (0.4-1.5 s here; one of 2.7 s in a clean-clone check beside
+            # the Windows build).  A stall behind the old generation would
+            # be many seconds, every time.
+            self.assertLessEqual(sorted(self.each)[len(self.each) // 2], EVERY / 2, msg)
+            self.assertLessEqual(max(self.each), 2 * EVERY, msg)
+            self.assertLessEqual(self.took, budget + 2 * EVERY, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
