@@ -6,8 +6,9 @@
 # them the Debian way (a2dismod mpm_event; a2enmod mpm_reuseport fhcache),
 # starts apache2 from /etc/apache2 on the namespace's loopback, serves a
 # file through the cache, restarts, upgrades (mpmng-upgrade), reinstalls
-# the packages under load and upgrades again, and stops; finally purges
-# the packages.
+# the packages under load and upgrades again, reinstalls apache2 itself
+# under load through `mpmng-upgrade --with dpkg -i ...`, and stops; finally
+# purges the packages.
 # Root only (it installs packages).  Last line: "deb: N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +47,11 @@ check "installed, not enabled: .so and mods-available files, nothing in mods-ena
 # Everything below runs in the namespaces; it prints "ok:"/"FAILED:" lines.
 sandbox=$(mktemp -d /tmp/mpmng-deb-XXXXXX)
 chmod 755 "$sandbox"
+# apache2's own packages, the installed version, for the namespace to
+# reinstall under load (it has no network).
+v=$(dpkg-query -W -f='${Version}' apache2 2>/dev/null)
+(cd "$sandbox" && apt-get download -q "apache2=$v" "apache2-bin=$v") >"$sandbox/download.log" 2>&1 \
+    || sed 's/^/  /' "$sandbox/download.log"
 # A PID namespace too: whatever apache2 leaves behind ends with the script.
 unshare --mount --net --pid --fork --mount-proc \
     bash "$top/test/deb/in_namespace.sh" "$sandbox" "$mpm" "$fhc" >"$sandbox/log" 2>&1

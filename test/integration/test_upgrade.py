@@ -139,9 +139,10 @@ class BinaryUpgrade(HttpdTestCase):
         self._upgrade(h)
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
 
-    def _command(self, h, *args):
+    def _command(self, h, *args, **env_extra):
         """mpmng-upgrade, the operators' command, against h."""
-        env = dict(privhttpd.server_env(), APACHECTL="%s -f %s" % (privhttpd.APACHE2, h.conf))
+        env = dict(privhttpd.server_env(), APACHECTL="%s -f %s" % (privhttpd.APACHE2, h.conf),
+                   **env_extra)
         return subprocess.run([UPGRADE] + list(args), env=env, capture_output=True, text=True,
                               timeout=120)
 
@@ -175,6 +176,55 @@ class BinaryUpgrade(HttpdTestCase):
         self.assertIn("could not start", res.stderr)
         self.assertEqual(self._pidfile_pid(h), h.pid)
         self.assertIn("binary upgrade failed", h.log())
+        from mpmng_py.integration.common import http_get
+        self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
+
+    def test_the_upgrade_command_runs_a_package_command_first(self):
+        """--with COMMAND (an apt-get upgrade, say): while it runs, a
+        policy-rc.d refuses apache2's restarts and asks the one that was
+        there about other services; afterwards the old one is back and the
+        upgrade happens.  A failing command upgrades nothing."""
+        h = self.httpd(conf(), files={"index.html": "still here\n"})
+        h.wait_children(2)
+        old = h.pid
+        policy = os.path.join(h.dir, "policy-rc.d")
+        original = "#!/bin/sh\n[ \"$1\" = cron ] && exit 101\nexit 0\n"
+        with open(policy, "w") as f:
+            f.write(original)
+        os.chmod(policy, 0o755)
+        seen = os.path.join(h.dir, "seen")
+        asks = ["apache2 restart", "--quiet apache2.service restart", "apache-htcacheclean start",
+                "cron start", "ssh restart"]
+        script = "; ".join('%s %s; echo "%s $?" >> %s' % (policy, a, a, seen) for a in asks)
+        script += "; cat %s > %s.before" % (h.pidfile, seen)
+        res = self._command(h, "--with", "sh", "-c", script, MPMNG_POLICY_RC=policy)
+        self.assertEqual(res.returncode, 0, res)
+        with open(seen) as f:
+            answers = dict(l.rsplit(" ", 1) for l in f.read().splitlines())
+        self.assertEqual(answers, {"apache2 restart": "101",
+                                   "--quiet apache2.service restart": "101",
+                                   "apache-htcacheclean start": "101",
+                                   "cron start": "101", "ssh restart": "0"})
+        with open(policy) as f:
+            self.assertEqual(f.read(), original, "the original policy-rc.d put back")
+        self.assertFalse(os.path.exists(policy + ".mpmng-upgrade-saved"))
+        with open(seen + ".before") as f:
+            self.assertEqual(int(f.read()), old, "the command ran before the upgrade")
+        h.pid = self._pidfile_pid(h)
+        self.assertNotEqual(h.pid, old, "upgraded after the command")
+        self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
+        # A command that fails: nothing upgraded, exit 2, policy put back.
+        res = self._command(h, "--with", "false", MPMNG_POLICY_RC=policy)
+        self.assertEqual(res.returncode, 2, res)
+        self.assertIn("false failed (exit 1): nothing upgraded", res.stderr)
+        self.assertEqual(self._pidfile_pid(h), h.pid)
+        with open(policy) as f:
+            self.assertEqual(f.read(), original)
+        # Without a policy-rc.d before: none after.
+        os.unlink(policy)
+        res = self._command(h, "--with", "test", "-x", policy, MPMNG_POLICY_RC=policy)
+        self.assertEqual(res.returncode, 0, res)
+        self.assertFalse(os.path.exists(policy), "the held policy-rc.d removed")
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
 
