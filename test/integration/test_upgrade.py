@@ -120,6 +120,43 @@ class BinaryUpgrade(HttpdTestCase):
                         "the parent's descriptors back to %d (now %s: %s)"
                         % (fds0, fd_count(h.pid), fd_targets(h.pid)))
 
+    def test_fifty_upgrades_in_a_row_leak_nothing(self):
+        """Each new parent holds what the first held: as many descriptors,
+        children with as many descriptors, and as large an environment as
+        the first new one (the hand-over's variables, read and removed, do
+        not pile up); every old parent leaves."""
+        h = self.httpd(conf(), files={"index.html": "still here\n"})
+        h.wait_children(2)
+        from mpmng_py.integration.common import http_get
+
+        def env_names(pid):     # values hold pids: their digits vary
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                return sorted(v.split(b"=")[0].decode() for v in f.read().split(b"\0") if v)
+
+        def child_fds():
+            return sorted(fd_count(c) for c in h.children())
+        first = [fd_count(h.pid), 0, child_fds()]
+        olds = []
+        t0 = time.monotonic()
+        for i in range(50):
+            olds.append(self._upgrade(h))
+            if i == 0:
+                first[1] = env_names(h.pid)
+                first = tuple(first)
+            self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n",
+                             "after upgrade %d" % (i + 1))
+        took = time.monotonic() - t0
+        self._all_gone(olds, 25)
+        h.wait_children(2)
+        now = lambda: (fd_count(h.pid), env_names(h.pid), child_fds())  # noqa: E731
+        self.wait_until(lambda: now() == first, 10,
+                        "after 50 upgrades (descriptors, environment, children's "
+                        "descriptors) %s as at first %s; parent's: %s"
+                        % (now(), first, fd_targets(h.pid)))
+        print("\n    50 upgrades in %.1f s; parent %d descriptors, environment %s, "
+              "children %s descriptors, as at first" % ((took,) + first), end=" ")
+        self.assertNotIn("binary upgrade failed", h.log())
+
     def test_a_new_server_that_cannot_start_leaves_the_old_one_serving(self):
         h = self.httpd(conf(), files={"index.html": "still here\n"})
         h.wait_children(2)
