@@ -324,10 +324,13 @@ def restart_md(rows, meta, out):
              "ratio: median of per-round ratios (with / without). Failed: requests wrk "
              "counted as errors (connect, read, write, timeout), all rounds. Resets: "
              "connections reset after their handshake while the reloads ran "
-             "(TcpEstabResets), all rounds.", "",
+             "(TcpEstabResets), all rounds. Old gone: seconds from a reload's signal "
+             "until every process of the old generation had exited, from when only the "
+             "new one serves (median over rounds of each round's median; max: the "
+             "longest of all).", "",
              "| variant | load | rounds | req/s without | p99 without (ms) | "
-             "p99 with (ms) | p99 ratio | failed with | resets with |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "p99 with (ms) | p99 ratio | failed with | resets with | old gone (s) | max |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in variants:
         for load in ("new-conn", "keep-alive"):
             rounds = [d for d in by.get((v, load), {}).values()
@@ -341,9 +344,10 @@ def restart_md(rows, meta, out):
             ratios = [b / a for a, b in zip(pa, pb) if a]
             failed = sum(int(num(d["reloading"][k]) or 0) for d in rounds for k in errs)
             resets = sum(int(num(d["reloading"]["estab_resets"]) or 0) for d in rounds)
-            lines.append("| %s | %s | %d | %s | %s | %s | %s | %d | %d |" % (
+            lines.append("| %s | %s | %d | %s | %s | %s | %s | %d | %d | %s | %s |" % (
                 v, load, len(rounds), f_int(med(rps)), f_num(med(pa)), f_num(med(pb)),
-                f_ratio(med(ratios) if ratios else None), failed, resets))
+                f_ratio(med(ratios) if ratios else None), failed, resets,
+                *_old_gone([d["reloading"] for d in rounds])))
     lines.append("")
     return lines + full_restart_md(by, variants)
 
@@ -373,16 +377,33 @@ def _window_md(by, variants, window, title, what):
             if not rounds:
                 continue
             failed = [sum(int(num(d[k]) or 0) for k in errs) for d in rounds]
-            rows.append("| %s | %s | %d | %s | %s | %d |" % (
+            rows.append("| %s | %s | %d | %s | %s | %d | %s | %s |" % (
                 v, load, len(rounds), f_num(med([num(d["p99_ms"]) for d in rounds])),
                 ", ".join(str(f) for f in failed),
-                sum(int(num(d["estab_resets"]) or 0) for d in rounds)))
+                sum(int(num(d["estab_resets"]) or 0) for d in rounds), *_old_gone(rounds)))
     if not rows:
         return []
     return ["### " + title, "",
-            what + " Failed: requests wrk counted as errors, per round.", "",
-            "| variant | load | rounds | p99 with (ms) | failed per round | resets |",
-            "|---|---|---:|---:|---|---:|"] + rows + [""]
+            what + " Failed: requests wrk counted as errors, per round. Old gone: as "
+            "above.", "",
+            "| variant | load | rounds | p99 with (ms) | failed per round | resets | "
+            "old gone (s) | max |",
+            "|---|---|---:|---:|---|---:|---:|---:|"] + rows + [""]
+
+
+def _old_gone(windows):
+    """(median, max) of the windows' old-generation exit times, as text;
+    a window past the limit (">60") counts as the longest."""
+    meds, maxes = [], []
+    for d in windows:
+        for k, into in (("old_gone_s", meds), ("old_gone_max_s", maxes)):
+            v = str(d.get(k) or "")
+            if v.startswith(">"):
+                into.append(float("inf"))
+            elif v:
+                into.append(float(v))
+    show = lambda x: "-" if x is None else (">60" if x == float("inf") else "%.2f" % x)  # noqa
+    return show(med(meds) if meds else None), show(max(maxes) if maxes else None)
 
 
 # ------------------------------------------------------------ slow clients
