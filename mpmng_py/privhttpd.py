@@ -167,6 +167,7 @@ class Httpd:
                  nofile=None):
         self.mpm = MPMS[mpm] if isinstance(mpm, str) else mpm
         self.nofile = nofile  # open-files limit for the server (fault tests)
+        self.binary = APACHE2   # the httpd started (an upgrade test swaps its file)
         self.directives = directives
         self.host = host
         self.port = port or free_port(host)
@@ -240,7 +241,7 @@ class Httpd:
         if self.nofile:
             limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
                                                (self.nofile, self.nofile))
-        return subprocess.run([APACHE2, "-f", self.conf] + list(args), env=env,
+        return subprocess.run([self.binary, "-f", self.conf] + list(args), env=env,
                               capture_output=True, text=True, timeout=timeout,
                               preexec_fn=limit)
 

@@ -4,10 +4,14 @@ one finishes its requests and exits; under load nothing is refused and no
 request is cut, and a new server that cannot start leaves the old one
 serving."""
 import os
+import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+import unittest
 
 from mpmng_py import privhttpd
 from mpmng_py.integration.common import (CGI_BODY, H2_RACE_LOST, H2Clients, HttpdTestCase,
@@ -18,6 +22,9 @@ from mpmng_py.integration.common import (CGI_BODY, H2_RACE_LOST, H2Clients, Http
 
 
 UPGRADE = os.path.join(os.path.dirname(__file__), "..", "..", "mpm_reuseport", "mpmng-upgrade")
+# Another build of httpd to upgrade to (test/intree/run.sh: from its 2.4.68
+# build to Debian's /usr/sbin/apache2); without it that test is skipped.
+UPGRADE_TO = os.environ.get("MPMNG_UPGRADE_TO")
 
 
 def conf(buckets=2, extra=""):
@@ -119,6 +126,49 @@ class BinaryUpgrade(HttpdTestCase):
         self.wait_until(lambda: fd_count(h.pid) == fds0, 10,
                         "the parent's descriptors back to %d (now %s: %s)"
                         % (fds0, fd_count(h.pid), fd_targets(h.pid)))
+
+    @unittest.skipUnless(UPGRADE_TO, "MPMNG_UPGRADE_TO names no other httpd build")
+    def test_an_upgrade_to_another_httpd_build_under_load(self):
+        """The httpd binary on disk replaced by another build, as a package
+        upgrade does (a new file renamed over the old), then SIGUSR2: the
+        other build answers, the old parent leaves, no request fails."""
+        def version(binary):
+            out = subprocess.run([binary, "-v"], capture_output=True, text=True).stdout
+            return re.search(r"Server version: (\S+)", out).group(1)
+        bindir = tempfile.mkdtemp(prefix="mpmng-bin-")
+        self.addCleanup(shutil.rmtree, bindir, True)
+        os.chmod(bindir, 0o755)
+        binary = os.path.join(bindir, "httpd")
+        shutil.copy2(privhttpd.APACHE2, binary)
+        before, after = version(privhttpd.APACHE2), version(UPGRADE_TO)
+        self.assertNotEqual(before, after, "two different builds to upgrade between")
+        h = self.httpd(conf(), files={"f.bin": os.urandom(500)}, start=False)
+        h.binary = binary
+        h.start()
+        h.wait_children(2)
+        from mpmng_py.integration.common import http_get
+
+        def server_header():
+            return http_get(h.host, h.port, "/f.bin").header("server", "")
+        self.assertTrue(server_header().startswith(before), server_header())
+        url = h.url("/f.bin")
+        fresh = Wrk(url, 8, 16, close=True).start()
+        keep = Wrk(url, 8, 16).start()
+        try:
+            time.sleep(2)
+            shutil.copy2(UPGRADE_TO, binary + ".new")
+            os.rename(binary + ".new", binary)
+            old = self._upgrade(h)
+            self._all_gone([old], 20)
+        finally:
+            r_fresh, r_keep = fresh.result(), keep.result()
+        msg = "%s -> %s\nnew conns %s\nkeep-alive %s" % (before, after, r_fresh, r_keep)
+        print("\n    " + msg.replace("\n", "\n    "), end=" ")
+        for r in (r_fresh, r_keep):
+            self.assertGreater(r.requests, 1000, msg)
+            self.assertEqual(r.failures, 0, msg)
+        self.assertTrue(server_header().startswith(after), (server_header(), msg))
+        self.assertNotIn("binary upgrade failed", h.log())
 
     def test_fifty_upgrades_in_a_row_leak_nothing(self):
         """Each new parent holds what the first held: as many descriptors,

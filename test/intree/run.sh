@@ -11,7 +11,9 @@
 #           as modules)
 #   shared  ./configure --enable-mpms-shared=all --with-mpm=reuseport
 #           mod_mpm_reuseport.so beside the stock MPMs; the serving tests
-#           run with it, and the stock event MPM from the same build starts
+#           run with it, the stock event MPM from the same build starts,
+#           and a server of this build is upgraded under load to Debian's
+#           apache2 (another version) by mpm_reuseport's binary upgrade
 #
 # Configured the way Debian's debian/rules configures apache2 (same static
 # modules, system APR/PCRE2, its BUILD_DATETIME/PLATFORM defines).  Work in
@@ -114,6 +116,11 @@ suite static -C "$top" APACHE2="$S/bin/httpd" MPMNG_SYSMODS="$S/modules" MPMNG_S
     MPMNG_OUT="$work/out-static" python3 -m mpmng_py.integration "${static_tests[@]}"
 suite shared -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
     MPMNG_OUT="$work/out-shared" python3 -m mpmng_py.integration -k test_serving
+# A binary upgrade from this build to Debian's apache2, another version
+# (modules of this build: the same module ABI, an older minor).
+suite shared-upgrade -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
+    MPMNG_OUT="$work/out-shared" MPMNG_UPGRADE_TO=/usr/sbin/apache2 \
+    python3 -m mpmng_py.integration -k test_an_upgrade_to_another_httpd_build
 suite shared-event -C "$top" APACHE2="$M/bin/httpd" MPMNG_SYSMODS="$M/modules" \
     MPMNG_OUT="$work/out-shared" python3 -m mpmng_py.integration --mpm event -k test_serving.StaticFiles.test_files_byte_identical
 
