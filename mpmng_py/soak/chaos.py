@@ -154,7 +154,8 @@ class Killer(Periodic):
             return
         k = Kill(t, pid, ports)
         self.kills.append(k)
-        self.events.add("kill", "pid %d holding %d connections" % (pid, len(ports)), t)
+        self.events.add("kill", "pid %d holding %d connections (client ports %s)"
+                        % (pid, len(ports), " ".join(str(p) for p in sorted(ports))), t)
         self.wait_replaced(k, set(kids))
 
     def wait_replaced(self, k, before):

@@ -102,20 +102,27 @@ class CurlH2(threading.Thread):
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, err = self.proc.communicate()
+        recs = [dict(zip(FIELDS, line.split("\t"))) for line in out.splitlines()]
+        # curl's clock starts once it runs, some milliseconds after t0 (more
+        # under load), so t0 + time_total can fall before a transfer really
+        # ended, e.g. before the kill of the child that cut it (7 ms short
+        # once, and not excused): what the run took beyond its longest
+        # transfer is that start-up (and exit), added to each.
+        longest = max([_secs(r.get("time_total")) for r in recs] or [0.0])
+        late = max(0.0, time.monotonic() - t0 - longest)
         seen = set()
-        for line in out.splitlines():
-            rec = dict(zip(FIELDS, line.split("\t")))
+        for rec in recs:
             spec = files.get(rec.get("filename_effective"))
             if spec is not None:
                 seen.add(rec["filename_effective"])
-                self.judge(spec, rec, t0)
+                self.judge(spec, rec, t0, late)
         for f in set(files) - seen:
             self.rec.failure(self.kind, files[f].path, t0, time.monotonic(), 0,
                              "curl rc=%s gave no result line: %s" % (self.proc.returncode,
                                                                     err.strip()[-200:]))
 
-    def judge(self, spec, r, t0):
-        t_end = t0 + float(r.get("time_total") or 0)
+    def judge(self, spec, r, t0, late):
+        t_end = t0 + late + _secs(r.get("time_total"))
         port = int(r.get("local_port") or 0)
         err = None
         if r.get("exitcode") != "0":
@@ -140,6 +147,13 @@ class CurlH2(threading.Thread):
         if p and p.poll() is None:
             p.kill()
             p.wait()
+
+
+def _secs(text):
+    try:
+        return float(text or 0)
+    except ValueError:
+        return 0.0
 
 
 def h2_generators(rec, stop, h, workdir, uploads):
