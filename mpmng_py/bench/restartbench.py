@@ -19,7 +19,7 @@ import threading
 import time
 
 from mpmng_py.bench import loadgen
-from mpmng_py import netcounters
+from mpmng_py import netcounters, privhttpd
 
 RELOADS = 10
 EVERY = 2.0
@@ -33,14 +33,6 @@ COLS = ["time", "round", "variant", "window", "window_s", "load", "reloads", "re
         "err_connect", "err_read", "err_write", "err_timeout", "p99_ms", "estab_resets",
         "old_gone_s", "old_gone_max_s"]
 OLD_GONE_LIMIT_S = 60.0
-
-
-def _alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class OldGeneration:
@@ -63,7 +55,7 @@ class OldGeneration:
         return timed
 
     def _watch(self, old, t0):
-        while any(_alive(p) for p in old):
+        while any(privhttpd.pid_alive(p) for p in old):
             if time.monotonic() - t0 > OLD_GONE_LIMIT_S:
                 self.took.append(None)
                 return

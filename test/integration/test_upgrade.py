@@ -185,14 +185,13 @@ class BinaryUpgrade(HttpdTestCase):
 
         def child_fds():
             return sorted(fd_count(c) for c in h.children())
-        first = [fd_count(h.pid), 0, child_fds()]
+        fds0, child_fds0 = fd_count(h.pid), child_fds()
         olds = []
         t0 = time.monotonic()
         for i in range(50):
             olds.append(self._upgrade(h))
-            if i == 0:
-                first[1] = env_names(h.pid)
-                first = tuple(first)
+            if i == 0:      # the first new parent's, with the hand-over's variables
+                first = (fds0, env_names(h.pid), child_fds0)
             self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n",
                              "after upgrade %d" % (i + 1))
         took = time.monotonic() - t0
