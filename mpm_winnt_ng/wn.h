@@ -77,6 +77,10 @@ HANDLE wn_control_restart_event(void);
 int wn_control_signal_server(int *exit_status, apr_pool_t *p);  /* -k */
 void wn_control_console_handler(int in_parent);
 
+/* ---- an unhandled exception reported in the error log (wn_crash.c) ---- */
+void wn_crash_report_install(void);
+void wn_crash_on_purpose(void);      /* WinNTNGTestHook crash-at-exit */
+
 /* ---- -w: the console held open after a failed exit (wn_hold.c) ---- */
 void wn_hold_console_on_error(void);
 

@@ -172,6 +172,8 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
                  "child %lu exiting after %ld connections",
                  (unsigned long)wn_my_pid, wn_tally_connections_ended());
+    if (wn_conf.test_hooks & WN_HOOK_CRASH_AT_EXIT)
+        wn_crash_on_purpose();
     /* Busy workers still use their pools: leave them to the exit. */
     if (!busy)
         apr_pool_destroy(pchild);

@@ -82,7 +82,8 @@ static const char *set_test_hook(cmd_parms *cmd, void *d, const char *arg)
         return err;
     if (!(hook = wn_parse_test_hook(arg)))
         return apr_psprintf(cmd->pool, "%s: '%s' is not one of emulate-accept, "
-                            "keepalive-in-thread", cmd->cmd->name, arg);
+                            "keepalive-in-thread, crash-at-exit",
+                            cmd->cmd->name, arg);
     wn_conf.test_hooks |= hook;
     return NULL;
 }
@@ -102,7 +103,8 @@ const command_rec wn_commands[] = {
     AP_INIT_TAKE1("ChildProcesses", set_children, NULL, RSRC_CONF,
                   "Child processes accepting in parallel (1-16)"),
     AP_INIT_ITERATE("WinNTNGTestHook", set_test_hook, NULL, RSRC_CONF,
-                    "For tests only: emulate-accept, keepalive-in-thread"),
+                    "For tests only: emulate-accept, keepalive-in-thread, "
+                    "crash-at-exit"),
     { NULL }
 };
 

@@ -139,6 +139,7 @@ static void wn_rewrite_args(process_rec *process)
     const char *service_name = NULL, *root;
     int i;
 
+    wn_crash_report_install();
     wn_pconf = process->pconf;
     wn_my_pid = GetCurrentProcessId();
     wn_parent_pid = pid_env ? (DWORD)strtoul(pid_env, NULL, 10) : wn_my_pid;

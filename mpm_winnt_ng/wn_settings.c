@@ -19,6 +19,8 @@ int wn_parse_test_hook(const char *arg)
         return WN_HOOK_EMULATE_ACCEPT;
     if (same_word(arg, "keepalive-in-thread"))
         return WN_HOOK_KEEPALIVE_IN_THREAD;
+    if (same_word(arg, "crash-at-exit"))
+        return WN_HOOK_CRASH_AT_EXIT;
     return 0;
 }
 

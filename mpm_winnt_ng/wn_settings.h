@@ -38,6 +38,7 @@ typedef enum {
  * in production; documented as test-only). */
 #define WN_HOOK_EMULATE_ACCEPT 1        /* the shared-listener accept path */
 #define WN_HOOK_KEEPALIVE_IN_THREAD 2   /* keep-alive waits in a worker */
+#define WN_HOOK_CRASH_AT_EXIT 4         /* a child faults as it exits */
 
 typedef struct wn_settings {
     int threads_per_child;    /* WN_UNSET or the directive's value */
@@ -74,8 +75,8 @@ typedef struct wn_fixed {
 int wn_parse_reuse(const char *arg, wn_reuse_mode *out);
 const char *wn_reuse_name(wn_reuse_mode mode);
 
-/* "emulate-accept" or "keepalive-in-thread" (any case): the WN_HOOK_* bit,
- * or 0 for anything else. */
+/* "emulate-accept", "keepalive-in-thread" or "crash-at-exit" (any case):
+ * the WN_HOOK_* bit, or 0 for anything else. */
 int wn_parse_test_hook(const char *arg);
 
 /* Resolves settings into limits.  first holds what the scoreboard was

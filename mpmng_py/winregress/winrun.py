@@ -16,6 +16,7 @@ from mpmng_py import privhttpd
 from mpmng_py.regress.base import FRAMEWORK, SetupError, log
 from mpmng_py.regress.mpmrun import MpmRun
 from mpmng_py.regress.procs import run
+from mpmng_py.win import crashreport
 from mpmng_py.winregress.settings import (APXS, BUILDS, CGI_RELAY_SRC, CMODULE_NEEDS,
                                           CROSS_CC, FILE_STALL, MULTICAST_MODULES, RESULTS,
                                           SKIP_MODULES, WINE, WINNT_NG_CONF, WRAPPER,
@@ -26,7 +27,7 @@ TEST_FILE = re.compile(r"^(t|Apache-Test)/\S+\.t$")
 # died (AH00427/AH00428), mpm_winnt_ng's parent after one of its children
 # did, Wine's crash report.
 ERROR_LOG_CRASH = (r"AH0042[78]|mpm_winnt_ng: child [0-9]+ exited with status"
-                   r"|Unhandled (exception|page fault)")
+                   r"|Unhandled (exception|page fault)|mpm_winnt_ng: crash: pid")
 CONSOLE_CRASH = r"Unhandled (exception|page fault)|wine: .*(crash|Assertion)|killing what is left"
 
 
@@ -355,6 +356,16 @@ class WinRun(MpmRun):
         except OSError:
             return []
 
+    def crash_stack(self):
+        """mpm_winnt_ng's crash report in error_log, its frames named."""
+        try:
+            with open(self.error_log, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return []
+        dirs = [os.path.join(self.build, d) for d in ("bin", "modules")]
+        return crashreport.named_stack(text, dirs + [os.path.dirname(self.fhcache_src)])
+
     def server_problems(self):
         """A crashed child, Wine's crash report, a server killed because it
         would not stop, and a +fhcache run whose cache served nothing."""
@@ -366,6 +377,9 @@ class WinRun(MpmRun):
                 lines = [l for l in r.stdout.splitlines() if l.strip()]
                 if lines:
                     problems.append((what, lines))
+        stack = self.crash_stack()
+        if stack:
+            problems.append(("crash stack", stack))
         if self.fhcache and (not os.path.exists(self.error_log) or not self.fhcache_served()):
             self.fhcache_count = getattr(self, "fhcache_count", 0)
             problems.append(("fhcache", ["no response served by mod_fhcache "

@@ -85,11 +85,13 @@ class SeamlessRestart(HttpdTestCase):
         self.assertEqual(n, 10, msg)
         if not SANITIZED:
             # Each restart until its new generation runs: reading the
-            # configuration and forking compete with the load for 2 cores
-            # (0.4-1.5 s here; one of 2.7 s in a clean-clone check beside
-            # the Windows build).  A stall behind the old generation would
-            # be many seconds, every time.
-            self.assertLessEqual(sorted(self.each)[len(self.each) // 2], EVERY / 2, msg)
+            # configuration (0.1 s idle) competes with the load for 2 cores
+            # (medians 0.3-0.7 s in clean-clone checks; 1.02 s for the
+            # in-tree build beside the Windows build, one of 2.7 s).  A
+            # stall behind the old generation would be many seconds, every
+            # time.
+            self.assertLessEqual(sorted(self.each)[len(self.each) // 2],
+                                 0.75 * EVERY, msg)
             self.assertLessEqual(max(self.each), 2 * EVERY, msg)
             self.assertLessEqual(self.took, budget + 2 * EVERY, msg)
         for r in (rf, rk):

@@ -21,6 +21,7 @@ START_TEST(test_hooks_parse_by_name)
     ck_assert_int_eq(wn_parse_test_hook("emulate-accept"), WN_HOOK_EMULATE_ACCEPT);
     ck_assert_int_eq(wn_parse_test_hook("KeepAlive-In-Thread"),
                      WN_HOOK_KEEPALIVE_IN_THREAD);
+    ck_assert_int_eq(wn_parse_test_hook("Crash-At-Exit"), WN_HOOK_CRASH_AT_EXIT);
     ck_assert_int_eq(wn_parse_test_hook("emulate"), 0);
     ck_assert_int_eq(wn_parse_test_hook(""), 0);
 }

@@ -8,6 +8,7 @@ import time
 import unittest
 
 from mpmng_py.holdconns import Holder
+from mpmng_py.win import crashreport
 from mpmng_py.win.winhttpd import WinHttpd, available, parse_response, wine_env
 from mpmng_py.win.wintest import assert_no_failed_request, long_test, payload, under_load, wrk
 
@@ -388,6 +389,32 @@ class Lifecycle(unittest.TestCase):
                 socket.create_connection(("127.0.0.1", h.port), timeout=2)
         finally:
             h.kill()
+
+    def test_a_crash_is_reported_in_the_error_log_with_its_stack(self):
+        """WinNTNGTestHook crash-at-exit: the child faults as it exits.  The
+        error log names the exception and the address, and its stack lines
+        resolve (addr2line) to the functions that were running."""
+        h = WinHttpd(extra="WinNTNGTestHook crash-at-exit")
+        h.put("small.txt", b"x" * 500)
+        h.start()
+        try:
+            self.assertEqual(h.get("/small.txt")[0], 200)
+            r = h.httpd("-k", "stop")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            h.proc.wait(60)
+            log = h.error_log()
+        finally:
+            h.kill()
+        head = re.search(r"crash: pid \d+ thread \d+: exception 0xc0000005 writing 0x18 "
+                         r"at libhttpd\.dll\+0x[0-9a-f]+", log)
+        self.assertIsNotNone(head, log[-3000:])
+        dll = os.path.join(h.prefix, "bin", "libhttpd.dll")
+        names = [crashreport.function_at(dll, off)[0]
+                 for _, mod, off in crashreport.frames(log) if mod == "libhttpd.dll"]
+        self.assertGreaterEqual(len(names), 2, log[-3000:])
+        self.assertEqual(names[0], "wn_crash_on_purpose", names)
+        self.assertEqual(names[1], "wn_child_main", names)
+        self.assertIn("ap_run_mpm", names)
 
     def test_stock_command_line_forms(self):
         """-k and -n as stock httpd takes them (apr_getopt): a value
