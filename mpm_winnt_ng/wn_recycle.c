@@ -70,14 +70,25 @@ static int reuse_socket(SOCKET s, wn_reuse_method m, HANDLE event)
 
 /* ---- start-up check ---- */
 
+/* ov and the accept buffer are the caller's stack: a call given up on
+ * (no connection in 2 s, or the client's connect failed) is cancelled and
+ * waited for, or its completion would write into whatever that stack
+ * holds next. */
+static int give_up_accept(SOCKET lsn, OVERLAPPED *ov)
+{
+    DWORD n, flags;
+
+    CancelIoEx((HANDLE)lsn, ov);
+    WSAGetOverlappedResult(lsn, ov, &n, TRUE, &flags);
+    return 0;
+}
+
 static int wait_accept(SOCKET lsn, OVERLAPPED *ov)
 {
     DWORD n, flags;
 
-    if (WaitForSingleObject(ov->hEvent, 2000) != WAIT_OBJECT_0) {
-        CancelIoEx((HANDLE)lsn, ov);
-        return 0;
-    }
+    if (WaitForSingleObject(ov->hEvent, 2000) != WAIT_OBJECT_0)
+        return give_up_accept(lsn, ov);
     return WSAGetOverlappedResult(lsn, ov, &n, FALSE, &flags) ? 1 : 0;
 }
 
@@ -110,7 +121,7 @@ static int probe_round(SOCKET lsn, SOCKET acc, struct sockaddr_in *at,
         && WSAGetLastError() != ERROR_IO_PENDING)
         return 0;
     if (connect(cli, (struct sockaddr *)at, sizeof *at) == SOCKET_ERROR)
-        return 0;
+        return give_up_accept(lsn, &ov);
     if (!wait_accept(lsn, &ov))
         return 0;
     setsockopt(acc, SOL_SOCKET, SO_UPDATE_ACCEPT_CONTEXT, (char *)&lsn,
