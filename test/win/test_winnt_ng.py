@@ -390,6 +390,29 @@ class Lifecycle(unittest.TestCase):
         finally:
             h.kill()
 
+    def test_stopping_runs_watchdog_stop_callbacks_once(self):
+        """mod_watchdog runs a module's STOPPING callback from its thread
+        when it sees the MPM stopping, and from pchild's cleanup if that
+        thread still ran: both at once when pchild went right after the
+        STOPPING state (mod_proxy_hcheck then destroyed its thread pool
+        twice and the child crashed at exit, ~1 stop in 10).  Each stop
+        must run it once, with no crash."""
+        mods = ["authz_core", "authz_host", "mime", "dir", "status", "log_config", "watchdog",
+                "proxy", "proxy_http", "proxy_hcheck"]
+        for i in range(8):
+            h = WinHttpd(modules=mods, extra="LogLevel info proxy_hcheck:debug")
+            h.put("small.txt", b"x")
+            h.start()
+            try:
+                self.assertEqual(h.httpd("-k", "stop").returncode, 0)
+                h.proc.wait(60)
+                log, console = h.error_log(), h.console()
+            finally:
+                h.kill()
+            self.assertEqual(log.count("AH03261"), 1, "stop %d:\n%s" % (i + 1, log[-3000:]))
+            self.assertNotIn("crash:", log)
+            self.assertNotIn("page fault", console)
+
     def test_a_crash_is_reported_in_the_error_log_with_its_stack(self):
         """WinNTNGTestHook crash-at-exit: the child faults as it exits.  The
         error log names the exception and the address, and its stack lines
