@@ -1,5 +1,5 @@
-"""mpm_winnt_ng's crash report (wn_crash.c) read back: its "crash:" lines
-from an error log, each stack frame (module+offset) named by the nearest
+"""mpm_winnt_ng's crash report (wn_crash.c) read back from an error log:
+each stack frame (module+offset) named by the nearest
 code symbol at or below ImageBase + offset in the module's symbol table.
 Used by the test of the report and by winregress, which adds the named
 stack to a crashed run's result."""
@@ -11,7 +11,6 @@ OBJDUMP = "x86_64-w64-mingw32-objdump"
 NM = "x86_64-w64-mingw32-nm"
 # Wine's own DLLs (ntdll.dll, msvcrt.dll...), where a frame can be too
 WINE_DLLS = "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows"
-LINE = re.compile(r"mpm_winnt_ng: crash: .*")
 FRAME = re.compile(r"crash:   #(\d+) (\S+)\+(0x[0-9a-f]+)")
 
 _symbols = {}
@@ -44,11 +43,6 @@ def function_at(image, offset):
             break
         best = (a, name)
     return (best[1], addr - best[0]) if best else ("??", offset)
-
-
-def report_lines(text):
-    """The crash report's lines in an error log's text."""
-    return LINE.findall(text)
 
 
 def frames(text):

@@ -416,7 +416,7 @@ class Lifecycle(unittest.TestCase):
     def test_a_crash_is_reported_in_the_error_log_with_its_stack(self):
         """WinNTNGTestHook crash-at-exit: the child faults as it exits.  The
         error log names the exception and the address, and its stack lines
-        resolve (addr2line) to the functions that were running."""
+        name (nm, by ImageBase + offset) the functions that were running."""
         h = WinHttpd(extra="WinNTNGTestHook crash-at-exit")
         h.put("small.txt", b"x" * 500)
         h.start()
