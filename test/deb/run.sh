@@ -7,8 +7,10 @@
 # starts apache2 from /etc/apache2 on the namespace's loopback, serves a
 # file through the cache, restarts, upgrades (mpmng-upgrade), reinstalls
 # the packages under load and upgrades again, reinstalls apache2 itself
-# under load through `mpmng-upgrade --with dpkg -i ...`, and stops; finally
-# purges the packages.
+# under load through `mpmng-upgrade --with dpkg -i ...`, and stops; then
+# the same with Debian's apache2.service under systemd (its own PID 1 in
+# other namespaces: systemd_boot.sh, under_systemd.sh); finally purges the
+# packages.
 # Root only (it installs packages).  Last line: "deb: N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,12 +37,14 @@ purge() { dpkg --purge libapache2-mod-mpm-reuseport libapache2-mod-fhcache >/dev
 trap purge EXIT
 check "dpkg -i installs both on the stock apache2" \
     dpkg -i "$mpm" "$fhc"
-check "installed, not enabled: .so and mods-available files, nothing in mods-enabled" \
+check "installed, not enabled: .so, mods-available and systemd drop-in files, nothing in mods-enabled" \
     test -f /usr/lib/apache2/modules/mod_mpm_reuseport.so \
       -a -f /usr/lib/apache2/modules/mod_fhcache.so \
       -a -f /etc/apache2/mods-available/mpm_reuseport.load \
       -a -f /etc/apache2/mods-available/fhcache.conf \
       -a -x /usr/sbin/mpmng-upgrade \
+      -a -f /lib/systemd/system/apache2.service.d/mpm-ng.conf \
+      -a -f /lib/systemd/system/apache2@.service.d/mpm-ng.conf \
       -a ! -e /etc/apache2/mods-enabled/mpm_reuseport.load \
       -a ! -e /etc/apache2/mods-enabled/fhcache.load
 
@@ -60,6 +64,43 @@ sed 's/^/  /' "$sandbox/log"
 p=$(grep -c '^ok:' "$sandbox/log"); f=$(grep -c '^FAILED:' "$sandbox/log")
 passed=$((passed + p)) failed=$((failed + f))
 [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || { failed=$((failed + 1)); say "FAILED: the namespace script exited $rc"; }
+
+# Under systemd: the same packages with Debian's apache2.service, the
+# machine's systemd as PID 1 of its own namespaces (systemd_boot.sh: no unit
+# of the machine's but apache2's runs there), the checks in under_systemd.sh.
+under_systemd() {
+    local box=$sandbox/systemd boot pid1= n log
+    mkdir -p "$box" && chmod 755 "$box" && cp "$sandbox"/apache2*.deb "$box/" 2>/dev/null
+    log=$box/log
+    unshare --mount --net --pid --cgroup --fork --mount-proc \
+        bash "$top/test/deb/systemd_boot.sh" "$top" "$box" >"$box/boot.log" 2>&1 &
+    boot=$!
+    for n in $(seq 100); do
+        pid1=$(pgrep -P "$boot" -x systemd) && break
+        sleep 0.1
+    done
+    for n in $(seq 100); do
+        [ -n "$pid1" ] || break
+        case $(nsenter -t "$pid1" -a systemctl show -p SystemState --value 2>/dev/null) in
+            running|degraded) break ;;
+        esac
+        sleep 0.1
+    done
+    if [ -n "$pid1" ]; then
+        timeout 300 nsenter -t "$pid1" -a bash /run/mpmng/top/test/deb/under_systemd.sh \
+            /run/mpmng/box >"$log" 2>&1
+        kill -9 "$pid1"
+    else
+        echo "FAILED: systemd as the namespace's PID 1 (systemd_boot.sh)" >"$log"
+        sed 's/^/  boot: /' "$box/boot.log" >>"$log"
+    fi
+    wait "$boot" 2>/dev/null
+    sed 's/^/  systemd: /' "$log"
+    p=$(grep -c '^ok:' "$log"); f=$(grep -c '^FAILED:' "$log")
+    passed=$((passed + p)) failed=$((failed + f))
+    [ "$p" -gt 0 ] || { failed=$((failed + 1)); say "FAILED: no check ran under systemd"; }
+}
+under_systemd
 rm -rf "$sandbox"
 
 check "machine's /etc/apache2 untouched (mpm_reuseport not enabled outside)" \
@@ -68,6 +109,7 @@ check "dpkg --purge removes the modules and their mods-available files" \
     bash -c 'dpkg --purge libapache2-mod-mpm-reuseport libapache2-mod-fhcache >/dev/null &&
              test ! -e /usr/lib/apache2/modules/mod_mpm_reuseport.so &&
              test ! -e /etc/apache2/mods-available/mpm_reuseport.load &&
-             test ! -e /etc/apache2/mods-available/fhcache.load'
+             test ! -e /etc/apache2/mods-available/fhcache.load &&
+             test ! -e /lib/systemd/system/apache2.service.d/mpm-ng.conf'
 trap - EXIT
 finish

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Run by test/deb/run.sh inside the namespaces systemd_boot.sh made (nsenter),
+# systemd their PID 1: Debian's apache2.service with mpm-ng's drop-in runs
+# mpm_reuseport; binary upgrades, a reload and apache2 itself reinstalled
+# under load; the service follows each new parent and stops whole.  Then
+# without the drop-in, to show what it is for.  $1 = the scratch directory
+# (/run/mpmng/box).  Prints "ok: ..." / "FAILED: ..." lines.
+set -uo pipefail
+box=$1
+ok() { echo "ok: $1"; }
+bad() { echo "FAILED: $1"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+wait_for() {  # $1 = seconds, rest = command
+    local n=$(( $1 * 10 )); shift
+    while [ $n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
+    return 1
+}
+pidfile=/run/apache2/apache2.pid
+prop() { systemctl show apache2.service -p "$1" --value; }
+main_is_pidfile() {
+    local p
+    p=$(cat "$pidfile" 2>/dev/null)
+    [ -n "$p" ] && [ "$(prop MainPID)" = "$p" ] && [ "$(prop ActiveState)" = active ]
+}
+serves() { curl -s --max-time 2 -o /dev/null -w '%{http_code}' http://127.0.0.1/file.bin | grep -q 200; }
+no_failures() {  # wrk outputs: every one ran and none reports an error
+    local f
+    for f in "$@"; do
+        grep -Eq '^ +[0-9]+ requests in' "$f" || return 1
+        ! grep -Eq 'Socket errors|Non-2xx' "$f" || return 1
+    done
+}
+established() { [ "$(ss -Htn state established '( sport = :80 )' | wc -l)" -ge "$1" ]; }
+load() {  # $1 = output prefix: 16 kept-alive and 16 new-connection clients, 8 s
+    wrk -t1 -c16 -d8s http://127.0.0.1/file.bin >"$box/$1-ka" 2>&1 &
+    wrk -t1 -c16 -d8s -H "Connection: close" http://127.0.0.1/file.bin >"$box/$1-new" 2>&1 &
+    wait_for 5 established 16
+}
+gone() { ! kill -0 "$1" 2>/dev/null; }
+export pidfile
+export -f prop main_is_pidfile serves gone
+cd /
+
+check "systemd runs as PID 1 here" bash -c '[ "$(cat /proc/1/comm)" = systemd ]'
+check "apache2.service has mpm-ng's drop-in (PIDFile=$pidfile)" \
+    bash -c "[ \"\$(systemctl show apache2.service -p PIDFile --value)\" = $pidfile ]"
+systemctl start apache2.service
+check "systemctl start apache2: active, MainPID is the PidFile's pid, it serves" \
+    wait_for 20 bash -c "main_is_pidfile && serves"
+first=$(prop MainPID)
+
+load upgrades
+for i in 1 2 3; do
+    check "mpmng-upgrade $i of 3 under load (systemd's apache2.service)" mpmng-upgrade --timeout 20
+done
+wait
+check "three upgrades under load: no failed request (wrk, 16 kept-alive, 16 new connections)" \
+    no_failures "$box/upgrades-ka" "$box/upgrades-new"
+grep -h -E 'requests in|errors|Non-2xx' "$box/upgrades-ka" "$box/upgrades-new" | sed 's/^/    /'
+check "the service followed: still active, MainPID the new parent's, the first parent gone" \
+    wait_for 20 bash -c "main_is_pidfile && [ \"\$(prop MainPID)\" != $first ] && gone $first"
+
+gen0=$(curl -s --max-time 2 'http://127.0.0.1/server-status?auto' | sed -n 's/^ParentServerConfigGeneration: //p')
+main=$(prop MainPID)
+systemctl reload apache2.service
+check "systemctl reload (graceful): a new generation, the same MainPID" wait_for 20 bash -c \
+    "g=\$(curl -s --max-time 2 'http://127.0.0.1/server-status?auto' | sed -n 's/^ParentServerConfigGeneration: //p');
+     [ -n \"\$g\" ] && [ \"\$g\" != '$gen0' ] && [ \"\$(prop MainPID)\" = $main ]"
+
+# apache2 itself, the documented way, where systemd runs: its postinst asks
+# deb-systemd-invoke to restart apache2.service; mpmng-upgrade's hold
+# refuses, then it hands over.
+debs=$(ls "$box"/apache2_*.deb "$box"/apache2-bin_*.deb 2>/dev/null)
+if [ "$(echo "$debs" | grep -c deb)" = 2 ]; then
+    main=$(prop MainPID)
+    load reinstall
+    # shellcheck disable=SC2086
+    check "mpmng-upgrade --with dpkg -i apache2 apache2-bin, under load, under systemd" \
+        bash -c "mpmng-upgrade --with dpkg -i $(echo $debs) >'$box/apache2-upgrade.log' 2>&1"
+    wait
+    grep -E 'mpmng-upgrade|Setting up|policy-rc.d' "$box/apache2-upgrade.log" | sed 's/^/    /'
+    check "apache2 reinstalled under systemd and load: no failed request" \
+        no_failures "$box/reinstall-ka" "$box/reinstall-new"
+    grep -h -E 'requests in|errors|Non-2xx' "$box/reinstall-ka" "$box/reinstall-new" | sed 's/^/    /'
+    check "the postinst's restart was refused" \
+        grep -q "policy-rc.d returned 101, not running 'restart apache2.service'" \
+        "$box/apache2-upgrade.log"
+    check "the service follows the new parent; the old one gone" \
+        wait_for 20 bash -c "main_is_pidfile && [ \"\$(prop MainPID)\" != $main ] && gone $main"
+else
+    bad "apache2 and apache2-bin packages of the installed version to reinstall (run.sh fetches them)"
+fi
+
+systemctl stop apache2.service
+check "systemctl stop: inactive, no apache2 process left" \
+    wait_for 20 bash -c "[ \"\$(prop ActiveState)\" = inactive ] && ! pgrep -x apache2"
+
+# Without the drop-in (what Debian's unit alone does): the old parent's exit
+# ends the service and systemd stops the rest, the new server included.
+mv $box/units/apache2.service.d $box/units/drop-in.aside
+systemctl daemon-reload
+systemctl start apache2.service
+wait_for 20 serves
+old=$(prop MainPID)
+mpmng-upgrade --timeout 20 >/dev/null
+check "without the drop-in an upgrade ends the service (why the package ships it)" \
+    wait_for 20 bash -c "gone $old && ! serves && [ \"\$(prop ActiveState)\" != active ]"
+mv $box/units/drop-in.aside $box/units/apache2.service.d
+grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" \
+    || ok "no emerg/alert/crit in error.log"
+exit 0
