@@ -5,6 +5,7 @@
  * per extra bucket.  Extra sockets are retained across restarts so a graceful
  * restart never closes a socket that has connections queued. */
 #include "rp.h"
+#include "rp_sdstore.h"
 #include "rp_upgrade.h"
 
 #include "apr_strings.h"
@@ -468,6 +469,7 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
     if (startup) {
         rp_upgrade_close_unadopted();
     }
+    rp_sdstore_keep(rp_listen_fds(pconf));
     return 0;
 }
 

@@ -563,6 +563,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
                  "%s configured -- resuming normal operations",
                  ap_get_server_description());
+    rp_upgrade_log_takeover();
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, RP_LOG_TAG
                  "%d bucket(s), %d children at start, %d threads each, at "
                  "most %d children", rp_lim.num_buckets, rp_lim.start_servers,

@@ -52,6 +52,8 @@ static struct {
     long from;
     int *fds;                   /* inherited, -1 once adopted or closed */
     int nfds;
+    const char *source;         /* where fds came from, when not from pid `from` */
+    int adopted, closed;        /* counted at start-up, logged once logs are open */
 } up = { .ready_rd = -1, .ready_wr = -1 };
 
 /* ---- new side: what the old server handed over ---------------------------- */
@@ -64,19 +66,28 @@ static int parse_fd(const char *s)
     return (end != s && v >= 0 && v < 65536) ? (int)v : -1;
 }
 
+void rp_upgrade_inherit_fd(apr_pool_t *p, int fd, const char *source)
+{
+    if (!up.fds) {
+        up.fds = apr_pcalloc(p, RP_UPGRADE_MAX_FDS * sizeof(int));
+    }
+    if (fd < 0 || up.nfds >= RP_UPGRADE_MAX_FDS) {
+        return;
+    }
+    /* Not into CGI scripts or piped loggers until adopted. */
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    up.fds[up.nfds++] = fd;
+    if (source) {
+        up.source = source;
+    }
+}
+
 static void take_listen_fds(apr_pool_t *p, const char *list)
 {
     char *copy = apr_pstrdup(p, list), *tok, *last;
 
-    up.fds = apr_pcalloc(p, RP_UPGRADE_MAX_FDS * sizeof(int));
-    for (tok = apr_strtok(copy, ",", &last); tok && up.nfds < RP_UPGRADE_MAX_FDS;
-         tok = apr_strtok(NULL, ",", &last)) {
-        int fd = parse_fd(tok);
-        if (fd >= 0) {
-            /* Not into CGI scripts or piped loggers until adopted. */
-            (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-            up.fds[up.nfds++] = fd;
-        }
+    for (tok = apr_strtok(copy, ",", &last); tok; tok = apr_strtok(NULL, ",", &last)) {
+        rp_upgrade_inherit_fd(p, parse_fd(tok), NULL);
     }
 }
 
@@ -174,14 +185,29 @@ void rp_upgrade_close_unadopted(void)
             closed++;
         }
     }
-    if (up.nfds) {
+    up.adopted = up.nfds - closed;
+    up.closed = closed;
+    up.nfds = 0;
+}
+
+void rp_upgrade_log_takeover(void)
+{
+    const char *why = up.closed ? "; the others' addresses left the configuration" : "";
+
+    if (!up.adopted && !up.closed) {
+        return;
+    }
+    if (up.source) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
+                     "took over %d listening socket(s) from %s%s",
+                     up.adopted, up.source, why);
+    }
+    else {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
                      "binary upgrade: took over %d listening socket(s) from "
-                     "pid %ld%s", up.nfds - closed, up.from,
-                     closed ? "; the others' addresses left the configuration"
-                            : "");
+                     "pid %ld%s", up.adopted, up.from, why);
     }
-    up.nfds = 0;
+    up.adopted = up.closed = 0;
 }
 
 /* New side: every bucket accepts; the old server may stop. */

@@ -15,7 +15,8 @@
  * to start while the pid in its PidFile runs; back if the upgrade fails).  A new server that ends before that (a bad binary or
  * configuration) is logged, and the old one goes on.
  *
- * Callers: rp_config.c (pre_config), rp_listen.c (adoption), rp_parent.c
+ * Callers: rp_config.c (pre_config), rp_sdstore.c (systemd's sockets),
+ * rp_listen.c (adoption), rp_parent.c
  * (signal, main loop, child exits, stop), rp_child.c (children). */
 #ifndef RP_UPGRADE_H
 #define RP_UPGRADE_H
@@ -27,10 +28,16 @@
 /* pre_config of the first load: notes the binary's path, takes what an
  * old server handed over from the environment (and clears it). */
 void rp_upgrade_pre_config(apr_pool_t *process_pool);
+/* pre_config of the first load: a listener socket inherited from
+ * elsewhere (systemd's file descriptor store, rp_sdstore.c; `source` names
+ * it in the log), adopted by address like the old server's. */
+void rp_upgrade_inherit_fd(apr_pool_t *p, int fd, const char *source);
 /* An inherited listener socket bound to sa, not adopted yet; or NULL. */
 apr_socket_t *rp_upgrade_adopt(const apr_sockaddr_t *sa, apr_pool_t *p);
 /* Once the listeners are set up: inherited sockets not adopted close. */
 void rp_upgrade_close_unadopted(void);
+/* Parent, once the error log is open: how many were taken over, once. */
+void rp_upgrade_log_takeover(void);
 
 /* Parent: SIGUSR2 asks for an upgrade. */
 void rp_upgrade_setup_signal(void);

@@ -4,6 +4,7 @@ One place that writes a config, starts Debian's apache2 binary on a loopback
 port, waits until it really accepts, and stops exactly the processes it
 started (by PID).  Tests, the regression-suite runner and bench/ all use it.
 """
+import fcntl
 import os
 import resource
 import shutil
@@ -167,6 +168,8 @@ class Httpd:
                  nofile=None):
         self.mpm = MPMS[mpm] if isinstance(mpm, str) else mpm
         self.nofile = nofile  # open-files limit for the server (fault tests)
+        self.env = {}           # more environment for the server's commands
+        self.fds_at_3 = []      # descriptors the server gets as 3, 4, ... (systemd's way)
         self.binary = APACHE2   # the httpd started (an upgrade test swaps its file)
         self.directives = directives
         self.host = host
@@ -241,9 +244,21 @@ class Httpd:
         if self.nofile:
             limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
                                                (self.nofile, self.nofile))
-        return subprocess.run([self.binary, "-f", self.conf] + list(args), env=env,
-                              capture_output=True, text=True, timeout=timeout,
-                              preexec_fn=limit)
+        env.update(self.env)
+        cmd = [self.binary, "-f", self.conf] + list(args)
+        high = []
+        if self.fds_at_3:
+            # Each at a number above those it goes to, so no move overwrites another.
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in self.fds_at_3]
+            moves = " ".join("%d<&%d %d<&-" % (3 + i, fd, fd) for i, fd in enumerate(high))
+            cmd = ["bash", "-c", 'exec %s; exec "$@"' % moves, "bash"] + cmd
+        try:
+            return subprocess.run(cmd, env=env, capture_output=True, text=True,
+                                  timeout=timeout, preexec_fn=limit,
+                                  pass_fds=high)
+        finally:
+            for fd in high:
+                os.close(fd)
 
     def configtest(self):
         self.write_config()

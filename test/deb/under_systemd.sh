@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run by test/deb/run.sh inside the namespaces systemd_boot.sh made (nsenter),
 # systemd their PID 1: Debian's apache2.service with mpm-ng's drop-in runs
-# mpm_reuseport; binary upgrades, a reload and apache2 itself reinstalled
-# under load; the service follows each new parent and stops whole.  Then
+# mpm_reuseport; binary upgrades, a reload, apache2 itself reinstalled and
+# systemctl restarts under load; the service follows each new parent and
+# stops whole.  Then
 # without the drop-in, to show what it is for.  $1 = the scratch directory
 # (/run/mpmng/box).  Prints "ok: ..." / "FAILED: ..." lines.
 set -uo pipefail
@@ -38,7 +39,7 @@ load() {  # $1 = output prefix: 16 kept-alive and 16 new-connection clients, 8 s
 }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 export pidfile
-export -f prop main_is_pidfile serves gone
+export -f prop main_is_pidfile serves gone no_failures
 cd /
 
 check "systemd runs as PID 1 here" bash -c '[ "$(cat /proc/1/comm)" = systemd ]'
@@ -91,9 +92,32 @@ else
     bad "apache2 and apache2-bin packages of the installed version to reinstall (run.sh fetches them)"
 fi
 
+# systemctl restart: a stop and a start, the listening sockets kept in
+# systemd's file descriptor store meanwhile (the drop-in asks for it).
+check "the listening sockets are in systemd's store (FDSTORE)" \
+    bash -c "[ \"\$(prop NFileDescriptorStore)\" -ge 2 ]"
+echo "    $(prop NFileDescriptorStore) socket(s) in the store"
+load restarts
+for i in 1 2 3; do
+    main=$(prop MainPID)
+    systemctl restart apache2.service
+    check "systemctl restart $i of 3 under load: active again, a new main process" \
+        wait_for 20 bash -c "main_is_pidfile && [ \"\$(prop MainPID)\" != $main ] && gone $main"
+done
+wait
+check "three systemctl restarts under load: no failed request, no refused connection" \
+    no_failures "$box/restarts-ka" "$box/restarts-new"
+grep -h -E 'requests in|errors|Non-2xx' "$box/restarts-ka" "$box/restarts-new" | sed 's/^/    /'
+check "the restarted server took its sockets from systemd's store" \
+    grep -q "took over [0-9]* listening socket(s) from systemd's file descriptor store" \
+    /var/log/apache2/error.log
+
 systemctl stop apache2.service
 check "systemctl stop: inactive, no apache2 process left" \
     wait_for 20 bash -c "[ \"\$(prop ActiveState)\" = inactive ] && ! pgrep -x apache2"
+
+check "after the stop systemd holds no socket: a connection is refused" \
+    bash -c "[ \"\$(prop NFileDescriptorStore)\" = 0 ] && ! curl -s --max-time 2 http://127.0.0.1/"
 
 # Without the drop-in (what Debian's unit alone does): the old parent's exit
 # ends the service and systemd stops the rest, the new server included.
@@ -105,6 +129,18 @@ old=$(prop MainPID)
 mpmng-upgrade --timeout 20 >/dev/null
 check "without the drop-in an upgrade ends the service (why the package ships it)" \
     wait_for 20 bash -c "gone $old && ! serves && [ \"\$(prop ActiveState)\" != active ]"
+# ... and a systemctl restart under load cuts and refuses (a control for
+# the restarts above; the numbers are reported).
+systemctl start apache2.service
+wait_for 20 serves
+load plain-restart
+systemctl restart apache2.service
+wait
+check "without the drop-in a systemctl restart under load fails requests (control)" \
+    bash -c "! no_failures '$box/plain-restart-ka' '$box/plain-restart-new'"
+grep -h -E 'requests in|errors|Non-2xx' "$box/plain-restart-ka" "$box/plain-restart-new" \
+    | sed 's/^/    /'
+systemctl stop apache2.service
 mv $box/units/drop-in.aside $box/units/apache2.service.d
 grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" \
     || ok "no emerg/alert/crit in error.log"

@@ -185,6 +185,10 @@ class BinaryUpgrade(HttpdTestCase):
 
         def child_fds():
             return sorted(fd_count(c) for c in h.children())
+        # A child just forked has not opened everything yet: the reference
+        # is taken once both hold as many descriptors.
+        self.wait_until(lambda: len(set(child_fds())) == 1, 10,
+                        "the first children hold as many descriptors: %s" % child_fds())
         fds0, child_fds0 = fd_count(h.pid), child_fds()
         olds = []
         t0 = time.monotonic()
