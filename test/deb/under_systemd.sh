@@ -112,6 +112,22 @@ check "the restarted server took its sockets from systemd's store" \
     grep -q "took over [0-9]* listening socket(s) from systemd's file descriptor store" \
     /var/log/apache2/error.log
 
+# apache2 reinstalled the plain way (its postinst restarts the service):
+# under systemd with the drop-in that restart fails nothing either.
+if [ "$(echo "$debs" | grep -c deb)" = 2 ]; then
+    main=$(prop MainPID)
+    load plain-dpkg
+    # shellcheck disable=SC2086
+    dpkg -i $debs >"$box/plain-dpkg.log" 2>&1
+    wait
+    check "plain dpkg -i apache2 apache2-bin under load: the postinst restarted the service" \
+        wait_for 20 bash -c "main_is_pidfile && [ \"\$(prop MainPID)\" != $main ]"
+    check "... and no request failed (the restart through systemd's store)" \
+        no_failures "$box/plain-dpkg-ka" "$box/plain-dpkg-new"
+    grep -h -E 'requests in|errors|Non-2xx' "$box/plain-dpkg-ka" "$box/plain-dpkg-new" \
+        | sed 's/^/    /'
+fi
+
 systemctl stop apache2.service
 check "systemctl stop: inactive, no apache2 process left" \
     wait_for 20 bash -c "[ \"\$(prop ActiveState)\" = inactive ] && ! pgrep -x apache2"
