@@ -138,6 +138,22 @@ static void let_modules_see_stopping(apr_time_t since)
         Sleep((DWORD)apr_time_as_msec(left));
 }
 
+/* Workers still inside a handler (a backend that never answers, a CGI
+ * that never ends) run on pchild's and the process's pools.  Returning
+ * would let httpd free those under them: the worker wakes in freed memory
+ * and the exit crashes (seen every time with a proxied request stuck at
+ * the stop).  The process ends here instead, as a cut connection ends:
+ * the modules' exit cleanups (buffered logs among them) do not run. */
+static void exit_under_busy_workers(int busy)
+{
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf, WN_TAG
+                 "child %lu ends without the modules' exit cleanups: %d "
+                 "workers are still inside a handler (check ProxyTimeout, "
+                 "CGI scripts that never end, GracefulShutdownTimeout)",
+                 (unsigned long)wn_my_pid, busy);
+    TerminateProcess(GetCurrentProcess(), 0);
+}
+
 void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
 {
     apr_pool_t *pchild;
@@ -197,7 +213,7 @@ void wn_child_main(apr_pool_t *pconf, HANDLE exit_event)
                  (unsigned long)wn_my_pid, wn_tally_connections_ended());
     if (wn_conf.test_hooks & WN_HOOK_CRASH_AT_EXIT)
         wn_crash_on_purpose();
-    /* Busy workers still use their pools: leave them to the exit. */
-    if (!busy)
-        apr_pool_destroy(pchild);
+    if (busy)
+        exit_under_busy_workers(busy);
+    apr_pool_destroy(pchild);
 }

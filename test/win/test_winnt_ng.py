@@ -413,6 +413,44 @@ class Lifecycle(unittest.TestCase):
             self.assertNotIn("crash:", log)
             self.assertNotIn("page fault", console)
 
+    def test_a_worker_stuck_in_a_handler_does_not_crash_the_exit(self):
+        """A worker that never returns (here: mod_proxy_http waiting for a
+        backend that accepts and never answers) is still busy when the
+        child stops.  The child must not free the pools that worker runs
+        on under it: it exits within its drain time and the workers' grace,
+        says so, and no crash is reported."""
+        backend = socket.socket()
+        backend.bind(("127.0.0.1", 0))
+        backend.listen(8)
+        held = []
+        mods = ["authz_core", "authz_host", "mime", "dir", "status", "log_config",
+                "proxy", "proxy_http"]
+        h = WinHttpd(modules=mods, extra="GracefulShutdownTimeout 1\nProxyTimeout 120\n"
+                     "ProxyPass /stuck http://127.0.0.1:%d/\n" % backend.getsockname()[1])
+        h.put("small.txt", b"x")
+        h.start()
+        try:
+            client = socket.create_connection(("127.0.0.1", h.port), timeout=30)
+            client.sendall(b"GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n")
+            backend.settimeout(30)
+            conn, _ = backend.accept()          # the worker now waits for an answer
+            held.append(conn)
+            t0 = time.time()
+            self.assertEqual(h.httpd("-k", "stop").returncode, 0)
+            h.proc.wait(60)
+            took = time.time() - t0
+            log, console = h.error_log(), h.console()
+        finally:
+            h.kill()
+            for c in held:
+                c.close()
+            backend.close()
+        self.assertIn("workers still busy", log, log[-3000:])
+        self.assertNotIn("crash:", log)
+        self.assertNotIn("page fault", console)
+        self.assertLess(took, 30, log[-3000:])
+        print("\n    stopped with a worker stuck in a handler in %.1f s" % took, end=" ")
+
     def test_a_crash_is_reported_in_the_error_log_with_its_stack(self):
         """WinNTNGTestHook crash-at-exit: the child faults as it exits.  The
         error log names the exception and the address, and its stack lines
