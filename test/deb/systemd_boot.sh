@@ -43,4 +43,5 @@ done
 # systemd writes its messages to /dev/console.
 : >"$box/console" && mount --bind "$box/console" /dev/console
 export container=mpmng SYSTEMD_UNIT_PATH=$units
+say "starting systemd"
 exec /lib/systemd/systemd --system --unit=mpmng-test.target
