@@ -158,6 +158,21 @@ grep -h -E 'requests in|errors|Non-2xx' "$box/plain-restart-ka" "$box/plain-rest
     | sed 's/^/    /'
 systemctl stop apache2.service
 mv $box/units/drop-in.aside $box/units/apache2.service.d
+systemctl daemon-reload
+
+# The drop-in under a stock MPM (mpm_event): start, restart, stop as usual.
+a2dismod -q -f mpm_reuseport >/dev/null 2>&1
+a2enmod -q mpm_event >/dev/null 2>&1
+systemctl start apache2.service
+check "with the drop-in and mpm_event: systemctl start serves" \
+    wait_for 20 bash -c "main_is_pidfile && serves && ! grep -q mod_mpm_reuseport /proc/\$(prop MainPID)/maps"
+main=$(prop MainPID)
+systemctl restart apache2.service
+check "... systemctl restart: a new main process serves" \
+    wait_for 20 bash -c "main_is_pidfile && serves && [ \"\$(prop MainPID)\" != $main ]"
+systemctl stop apache2.service
+check "... systemctl stop: inactive, nothing left" \
+    wait_for 20 bash -c "[ \"\$(prop ActiveState)\" = inactive ] && ! pgrep -x apache2"
 grep -E '\[(emerg|alert|crit)\]' /var/log/apache2/error.log && bad "no emerg/alert/crit in error.log" \
     || ok "no emerg/alert/crit in error.log"
 exit 0
