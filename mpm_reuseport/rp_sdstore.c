@@ -88,7 +88,10 @@ static int notify_address(struct sockaddr_un *sun, socklen_t *len)
 static int send_message(int sock, const struct sockaddr_un *sun, socklen_t len,
                         const char *text, const int *fds, int nfds)
 {
-    char control[CMSG_SPACE(sizeof(int) * SD_FDS_PER_MESSAGE)];
+    union {                     /* aligned as a cmsghdr must be */
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * SD_FDS_PER_MESSAGE)];
+    } control;
     struct iovec iov = { (void *)text, strlen(text) };
     struct msghdr msg;
     ssize_t sent;
@@ -101,8 +104,8 @@ static int send_message(int sock, const struct sockaddr_un *sun, socklen_t len,
     if (nfds > 0) {
         struct cmsghdr *c;
 
-        memset(control, 0, sizeof(control));
-        msg.msg_control = control;
+        memset(&control, 0, sizeof(control));
+        msg.msg_control = control.buf;
         msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
         c = CMSG_FIRSTHDR(&msg);
         c->cmsg_level = SOL_SOCKET;
