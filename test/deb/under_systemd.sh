@@ -3,9 +3,9 @@
 # systemd their PID 1: Debian's apache2.service with mpm-ng's drop-in runs
 # mpm_reuseport; binary upgrades, a reload, apache2 itself reinstalled and
 # systemctl restarts under load; the service follows each new parent and
-# stops whole.  Then
-# without the drop-in, to show what it is for.  $1 = the scratch directory
-# (/run/mpmng/box).  Prints "ok: ..." / "FAILED: ..." lines.
+# stops whole.  Then without the drop-in, to show what it is for, and the
+# drop-in under mpm_event.  $1 = the scratch directory (/run/mpmng/box).
+# Prints "ok: ..." / "FAILED: ..." lines.
 set -uo pipefail
 box=$1
 ok() { echo "ok: $1"; }
