@@ -5,9 +5,8 @@
 # ..." lines.
 set -uo pipefail
 tmp=$1
-ok() { echo "ok: $1"; }
-bad() { echo "FAILED: $1"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+# shellcheck source=test/deb/checks.sh
+. "$(dirname "$0")/checks.sh"
 
 mount --make-rprivate / || { bad "cannot make mounts private"; exit 1; }
 ip link set lo up || { bad "cannot bring up lo in the namespace"; exit 1; }
@@ -26,11 +25,6 @@ set -u
 export APACHE_LOG_DIR=/var/log/apache2
 ctl() { /usr/sbin/apache2 -k "$1"; }
 status() { curl -s --max-time 5 "http://127.0.0.1/server-status?auto"; }
-wait_for() {  # $1 = seconds, rest = command
-    local n=$(( $1 * 10 )); shift
-    while [ $n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
-    return 1
-}
 same_body() { curl -s --max-time 5 -o "$tmp/got" http://127.0.0.1/file.bin && cmp -s "$tmp/got" /var/www/html/file.bin; }
 
 # Whatever MPM the machine's apache2 has enabled goes, as an operator would.
@@ -59,14 +53,6 @@ check "after the upgrade the file is still served" \
 # A package upgrade under load, the documented way: dpkg puts the new files
 # in place (the running server keeps what it has loaded), mpmng-upgrade
 # hands the listeners to a new server that loads them.
-no_failures() {  # wrk outputs: every one ran and none reports an error
-    local f
-    for f in "$@"; do
-        grep -Eq '^ +[0-9]+ requests in' "$f" || return 1
-        ! grep -Eq 'Socket errors|Non-2xx' "$f" || return 1
-    done
-}
-established() { [ "$(ss -Htn state established '( sport = :80 )' | wc -l)" -ge "$1" ]; }
 wrk -t1 -c16 -d10s http://127.0.0.1/file.bin >"$tmp/wrk-ka" 2>&1 & ka=$!
 wrk -t1 -c16 -d10s -H "Connection: close" http://127.0.0.1/file.bin >"$tmp/wrk-new" 2>&1 & new=$!
 wait_for 5 established 16

@@ -69,17 +69,17 @@ passed=$((passed + p)) failed=$((failed + f))
 # machine's systemd as PID 1 of its own namespaces (systemd_boot.sh: no unit
 # of the machine's but apache2's runs there), the checks in under_systemd.sh.
 under_systemd() {
-    local box=$sandbox/systemd boot pid1= n log
+    local box=$sandbox/systemd boot pid1='' log
     mkdir -p "$box" && chmod 755 "$box" && cp "$sandbox"/apache2*.deb "$box/" 2>/dev/null
     log=$box/log
     unshare --mount --net --pid --cgroup --fork --mount-proc \
         bash "$top/test/deb/systemd_boot.sh" "$top" "$box" >"$box/boot.log" 2>&1 &
     boot=$!
-    for n in $(seq 100); do
+    for _ in $(seq 100); do
         pid1=$(pgrep -P "$boot" -x systemd) && break
         sleep 0.1
     done
-    for n in $(seq 100); do
+    for _ in $(seq 100); do
         [ -n "$pid1" ] || break
         case $(nsenter -t "$pid1" -a systemctl show -p SystemState --value 2>/dev/null) in
             running|degraded) break ;;

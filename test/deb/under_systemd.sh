@@ -8,14 +8,8 @@
 # Prints "ok: ..." / "FAILED: ..." lines.
 set -uo pipefail
 box=$1
-ok() { echo "ok: $1"; }
-bad() { echo "FAILED: $1"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-wait_for() {  # $1 = seconds, rest = command
-    local n=$(( $1 * 10 )); shift
-    while [ $n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
-    return 1
-}
+# shellcheck source=test/deb/checks.sh
+. "$(dirname "$0")/checks.sh"
 pidfile=/run/apache2/apache2.pid
 prop() { systemctl show apache2.service -p "$1" --value; }
 main_is_pidfile() {
@@ -24,14 +18,6 @@ main_is_pidfile() {
     [ -n "$p" ] && [ "$(prop MainPID)" = "$p" ] && [ "$(prop ActiveState)" = active ]
 }
 serves() { curl -s --max-time 2 -o /dev/null -w '%{http_code}' http://127.0.0.1/file.bin | grep -q 200; }
-no_failures() {  # wrk outputs: every one ran and none reports an error
-    local f
-    for f in "$@"; do
-        grep -Eq '^ +[0-9]+ requests in' "$f" || return 1
-        ! grep -Eq 'Socket errors|Non-2xx' "$f" || return 1
-    done
-}
-established() { [ "$(ss -Htn state established '( sport = :80 )' | wc -l)" -ge "$1" ]; }
 load() {  # $1 = output prefix: 16 kept-alive and 16 new-connection clients, 8 s
     wrk -t1 -c16 -d8s http://127.0.0.1/file.bin >"$box/$1-ka" 2>&1 &
     wrk -t1 -c16 -d8s -H "Connection: close" http://127.0.0.1/file.bin >"$box/$1-new" 2>&1 &

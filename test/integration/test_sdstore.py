@@ -9,8 +9,8 @@ import os
 import socket
 import tempfile
 
-from mpmng_py.integration.common import (HttpdTestCase, connect, mpm_directives,
-                                         reuseport_only, wait_for_log)
+from mpmng_py.integration.common import (HttpdTestCase, ResponseReader, connect,
+                                         mpm_directives, reuseport_only, wait_for_log)
 
 NAME = "mpmng-listen"
 
@@ -105,14 +105,8 @@ class SystemdFdStore(HttpdTestCase):
         self.assertTrue(wait_for_log(h, "took over 2 listening socket(s) from systemd's "
                                      "file descriptor store", 10), h.log_tail())
         waiting.settimeout(10)
-        answer = b""
-        while True:
-            chunk = waiting.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
-        self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer[:200])
-        self.assertTrue(answer.endswith(b"from the store\n"), answer[-200:])
+        answer = ResponseReader(waiting).read_response()
+        self.assertEqual((answer.status, answer.body), (200, b"from the store\n"), answer)
         taken = self._store_messages(notify, h)
         self.assertEqual(sorted(map(inode, taken)), sorted(map(inode, fds)),
                          "the new server listens on the very sockets it was passed")
