@@ -369,8 +369,25 @@ class Httpd:
         self.pid = None
         return leftover
 
+    def pidfile_parent(self):
+        """The live parent the PidFile names, if it runs this instance's
+        configuration (a binary upgrade's new parent that a test did not
+        follow); else None."""
+        try:
+            with open(self.pidfile) as f:
+                pid = int(f.read().strip())
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                args = f.read().split(b"\0")
+        except (OSError, ValueError):
+            return None
+        return pid if self.conf.encode() in args else None
+
     def cleanup(self):
         self.stop()
+        stray = self.pidfile_parent()
+        if stray:
+            self.pid = stray
+            self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- inspection ----------------------------------------------------

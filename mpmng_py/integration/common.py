@@ -230,6 +230,10 @@ class HttpdTestCase(unittest.TestCase):
     def _finish_httpd(self, h):
         died = h.pid if h.pid and not privhttpd.pid_alive(h.pid) else None
         leftover = h.stop()
+        stray = h.pidfile_parent()   # an upgrade's parent the test did not follow
+        if stray:
+            h.pid = stray
+            leftover += h.stop()
         log = h.log()
         crashes = CRASH_RE.findall(log)
         if died:
@@ -238,7 +242,7 @@ class HttpdTestCase(unittest.TestCase):
             print("\n    note: the stock reference server crashed (%s); not ours" %
                   ", ".join(crashes), file=sys.stderr)
             crashes = []
-        if self._failed_so_far() or leftover or crashes:
+        if self._failed_so_far() or leftover or crashes or stray:
             print("\n---- error log of %s (%s) ----\n%s" % (
                 h.dir, self.id(), h.log_tail(60)), file=sys.stderr)
         if os.environ.get("MPMNG_KEEP"):
@@ -248,6 +252,8 @@ class HttpdTestCase(unittest.TestCase):
         self.assertEqual(leftover, [], "server processes left after stop "
                          "(SIGKILLed now): %s" % leftover)
         self.assertFalse(crashes, "a server process crashed: %s" % crashes)
+        self.assertFalse(stray, "the PidFile's parent %s outlived the test's stop (an "
+                         "upgrade the test did not follow; stopped now)" % stray)
 
     def wait_workers(self, h, n, timeout=20):
         """Wait until mod_status counts n started worker threads

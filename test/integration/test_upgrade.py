@@ -315,6 +315,8 @@ class BinaryUpgrade(HttpdTestCase):
         res = self._command(h, "--with", "test", "-x", policy, MPMNG_POLICY_RC=policy)
         self.assertEqual(res.returncode, 0, res)
         self.assertFalse(os.path.exists(policy), "the held policy-rc.d removed")
+        upgraded, h.pid = h.pid, self._pidfile_pid(h)
+        self.assertNotEqual(h.pid, upgraded, "upgraded after the command")
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
 
