@@ -290,13 +290,9 @@ class Httpd:
     def _wait_pidfile(self, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                with open(self.pidfile) as f:
-                    pid = int(f.read().strip())
-                if pid_alive(pid):
-                    return pid
-            except (OSError, ValueError):
-                pass
+            pid = self.pidfile_pid()
+            if pid and pid_alive(pid):
+                return pid
             time.sleep(0.05)
         raise RuntimeError("no pidfile after %ss\n%s" % (timeout, self.log_tail()))
 
@@ -369,16 +365,25 @@ class Httpd:
         self.pid = None
         return leftover
 
+    def pidfile_pid(self):
+        """The pid the PidFile names now; 0 if there is none."""
+        try:
+            with open(self.pidfile) as f:
+                return int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
     def pidfile_parent(self):
         """The live parent the PidFile names, if it runs this instance's
         configuration (a binary upgrade's new parent that a test did not
         follow); else None."""
+        pid = self.pidfile_pid()
+        if not pid:
+            return None
         try:
-            with open(self.pidfile) as f:
-                pid = int(f.read().strip())
             with open("/proc/%d/cmdline" % pid, "rb") as f:
                 args = f.read().split(b"\0")
-        except (OSError, ValueError):
+        except OSError:
             return None
         return pid if self.conf.encode() in args else None
 

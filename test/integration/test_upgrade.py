@@ -49,24 +49,17 @@ def fd_targets(pid):
 
 @reuseport_only
 class BinaryUpgrade(HttpdTestCase):
-    def _pidfile_pid(self, h):
-        try:
-            with open(h.pidfile) as f:
-                return int(f.read().strip() or 0)
-        except (OSError, ValueError):
-            return 0
-
     def _upgrade(self, h, timeout=20):
         """SIGUSR2 to the running parent; returns the old parent's pid once
         the PidFile names the new one and the old one stopped accepting
         (h.pid follows)."""
         old, done = h.pid, h.log().count("binary upgrade: the new server accepts")
         os.kill(old, signal.SIGUSR2)
-        self.wait_until(lambda: self._pidfile_pid(h) not in (0, old), timeout,
+        self.wait_until(lambda: h.pidfile_pid() not in (0, old), timeout,
                         "a new parent in the PidFile")
         self.wait_until(lambda: h.log().count("binary upgrade: the new server accepts") > done,
                         timeout, "the old parent (pid %d) handing over" % old)
-        h.pid = self._pidfile_pid(h)
+        h.pid = h.pidfile_pid()
         return old
 
     def _all_gone(self, pids, timeout):
@@ -219,7 +212,7 @@ class BinaryUpgrade(HttpdTestCase):
         os.kill(old, signal.SIGUSR2)
         wait_for_log(h, "binary upgrade failed", 20)
         self.assertTrue(privhttpd.pid_alive(old))
-        self.assertEqual(self._pidfile_pid(h), old)
+        self.assertEqual(h.pidfile_pid(), old)
         self.assertFalse(os.path.exists(h.pidfile + ".oldbin"))
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
@@ -243,7 +236,7 @@ class BinaryUpgrade(HttpdTestCase):
         res = self._command(h)
         self.assertEqual(res.returncode, 0, res)
         self.assertIn("pid %d -> " % old, res.stdout)
-        h.pid = self._pidfile_pid(h)
+        h.pid = h.pidfile_pid()
         self.assertNotEqual(h.pid, old)
         self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
         # A configuration that fails its test: nothing is done (exit 2).
@@ -264,7 +257,7 @@ class BinaryUpgrade(HttpdTestCase):
             res = self._command(h, "--timeout", "30")
         self.assertEqual(res.returncode, 1, res)
         self.assertIn("could not start", res.stderr)
-        self.assertEqual(self._pidfile_pid(h), h.pid)
+        self.assertEqual(h.pidfile_pid(), h.pid)
         self.assertIn("binary upgrade failed", h.log())
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
@@ -300,14 +293,14 @@ class BinaryUpgrade(HttpdTestCase):
         self.assertFalse(os.path.exists(policy + ".mpmng-upgrade-saved"))
         with open(seen + ".before") as f:
             self.assertEqual(int(f.read()), old, "the command ran before the upgrade")
-        h.pid = self._pidfile_pid(h)
+        h.pid = h.pidfile_pid()
         self.assertNotEqual(h.pid, old, "upgraded after the command")
         self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
         # A command that fails: nothing upgraded, exit 2, policy put back.
         res = self._command(h, "--with", "false", MPMNG_POLICY_RC=policy)
         self.assertEqual(res.returncode, 2, res)
         self.assertIn("false failed (exit 1): nothing upgraded", res.stderr)
-        self.assertEqual(self._pidfile_pid(h), h.pid)
+        self.assertEqual(h.pidfile_pid(), h.pid)
         with open(policy) as f:
             self.assertEqual(f.read(), original)
         # Without a policy-rc.d before: none after.
@@ -315,7 +308,7 @@ class BinaryUpgrade(HttpdTestCase):
         res = self._command(h, "--with", "test", "-x", policy, MPMNG_POLICY_RC=policy)
         self.assertEqual(res.returncode, 0, res)
         self.assertFalse(os.path.exists(policy), "the held policy-rc.d removed")
-        upgraded, h.pid = h.pid, self._pidfile_pid(h)
+        upgraded, h.pid = h.pid, h.pidfile_pid()
         self.assertNotEqual(h.pid, upgraded, "upgraded after the command")
         from mpmng_py.integration.common import http_get
         self.assertEqual(http_get(h.host, h.port, "/index.html").body, b"still here\n")
