@@ -365,6 +365,39 @@ class Httpd:
         self.pid = None
         return leftover
 
+    def connection_count(self):
+        """TCP connections (not listeners) the server's processes hold open
+        now: their socket descriptors matched against the kernel's TCP
+        tables of the server's network namespace."""
+        inodes = set()
+        procs = self.processes()
+        for pid in procs:
+            fd_dir = "/proc/%d/fd" % pid
+            try:
+                names = os.listdir(fd_dir)
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    target = os.readlink(os.path.join(fd_dir, name))
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        held = 0
+        for table in ("tcp", "tcp6"):
+            try:
+                with open("/proc/%d/net/%s" % (procs[0], table)) as f:
+                    next(f)
+                    for line in f:
+                        cols = line.split()
+                        # cols[3]: state (0A = LISTEN); cols[9]: inode
+                        if cols[3] != "0A" and cols[9] in inodes:
+                            held += 1
+            except (OSError, IndexError, StopIteration):
+                continue
+        return held
+
     def pidfile_pid(self):
         """The pid the PidFile names now; 0 if there is none."""
         try:
