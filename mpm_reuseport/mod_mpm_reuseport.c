@@ -4,6 +4,7 @@
 #include "rp.h"
 #include "rp_inbuf.h"
 #include "rp_spool.h"
+#include "rp_smallflush.h"
 #include "rp_tlsbody.h"
 
 #include "http_protocol.h"
@@ -99,6 +100,7 @@ static void rp_register_hooks(apr_pool_t *p)
     rp_hold_register();
     rp_inbuf_register();
     rp_tlsbody_register();
+    rp_smallflush_register();
     ap_hook_post_config(rp_rtconf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rp_inbuf_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rp_spool_post_config, NULL, NULL, APR_HOOK_MIDDLE);

@@ -33,6 +33,7 @@
  *   rp_inbuf.c/.h        the bytes read ahead: the filter that holds them
  *   rp_spool.c/.h        request bodies read ahead beyond memory, in a file
  *   rp_tlsbody.c/.h      files over TLS read in whole records, not mapped
+ *   rp_smallflush.c/.h   small complete responses written at once
  *   rp_reqscan.c/.h      is a request whole? (pure)
  *   rp_rtimeout.c/.h     how long to wait for it (pure)
  *   rp_rtconf.c          RequestReadTimeout per server, for rp_rtimeout

@@ -7,6 +7,7 @@
 #include "rp_callbacks.h"
 #include "rp_conn.h"
 #include "rp_readahead.h"
+#include "rp_smallflush.h"
 #include "rp_tlsbody.h"
 #include "rp_trim.h"
 
@@ -156,6 +157,7 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
     }
     else {
         rc->ra = rp_ra_attach(c);
+        rp_smallflush_add(c, &rc->waited_to_write);
         if (ap_ssl_conn_is_ssl(c)) {
             rp_tlsbody_add(c);
         }
@@ -221,6 +223,7 @@ static void after_response(rp_conn *rc)
     }
     else if (c->data_in_output_filters
              || rc->pub.sense == CONN_SENSE_WANT_READ) {
+        rc->waited_to_write |= c->data_in_output_filters;
         return;                 /* stays in WRITE_COMPLETION */
     }
     else if (c->keepalive != AP_CONN_KEEPALIVE || c->aborted) {

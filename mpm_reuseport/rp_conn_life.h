@@ -25,6 +25,7 @@ typedef struct rp_conn {
     struct rp_ra *ra;           /* its read-ahead (after pre_connection) */
     int keepalive_wake;         /* resumed from a keep-alive wait */
     int trimmed;                /* its idle memory cut once (rp_trim.h) */
+    int waited_to_write;        /* the client once made a response wait */
     int module_wait;            /* parked in CONN_STATE_ASYNC_WAITIO */
     apr_time_t linger_until;    /* lingering close gives up then */
     struct rp_conn *next_suspended;    /* rp_callbacks.c */
