@@ -9,8 +9,9 @@ import time
 
 from mpmng_py.bench.procstat import tree_memory
 from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
-from mpmng_py.integration.common import (CGI_SLOW, HttpdTestCase, ResponseReader, connect,
-                                         mpm_directives, request_bytes, reuseport_only, run_wrk)
+from mpmng_py.integration.common import (CGI_SLOW, SANITIZED, HttpdTestCase, ResponseReader,
+                                         connect, mpm_directives, request_bytes, reuseport_only,
+                                         run_wrk)
 
 
 def one_child(threads, extra=""):
@@ -108,7 +109,8 @@ class IdleConnections(HttpdTestCase):
             each = (pss() - before) / n
             msg = "%d idle keep-alive connections: %.2f KiB each" % (n, each)
             print("\n    " + msg, end=" ")
-            self.assertLess(each, 9.5, msg)
+            if not SANITIZED:   # ASan pads and quarantines: not these numbers
+                self.assertLess(each, 9.5, msg)
             # The pages given back are usable again.
             for i, (s, rd) in enumerate(conns):
                 r = get(s, rd, "/a.txt")
