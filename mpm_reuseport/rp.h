@@ -28,7 +28,7 @@
  *                        release, its pool stock
  *   rp_conn.c/.h         a connection's state machine, run by workers
  *   rp_callbacks.c/.h    timed callbacks, suspended connections
- *   rp_hold.c            response headers held until the body
+ *   rp_hold.c            a small response held until it is whole
  *   rp_readahead.c/.h    reading a request whole before a worker runs it
  *   rp_inbuf.c/.h        the bytes read ahead: the filter that holds them
  *   rp_spool.c/.h        request bodies read ahead beyond memory, in a file

@@ -1,24 +1,23 @@
-/* A response's headers held until its body comes, in place of core's
- * setaside.
+/* A response held while it is small, in place of core's setaside.
  *
- * httpd's HTTP header filter passes a response's headers on their own and
- * the body right after them.  Core's output filter does not write so
- * little at once (under 4 KiB in memory, no file, no flush): it sets the
- * headers aside in a subpool it creates on the connection for that, and
- * the subpool (an APR memory node, one page of it touched) then stays with
- * the connection to its end, idle keep-alive included.  This request
- * filter, just after the header filter, holds the headers instead and
- * passes them down together with the body: core sees what it would have
- * seen after its own setaside (the same writes, the same system calls),
- * and the connection costs a page less while it waits for its next
- * request.
+ * Core's output filter does not write little at once (under 4 KiB in
+ * memory, no file, no flush): it sets it aside in a pool it creates on the
+ * connection for that, and the pool (an APR memory node, one page of it
+ * touched, more when recycled) then stays with the connection to its end,
+ * idle keep-alive included.  httpd's header filter passes a response's
+ * headers on their own, and handlers such as mod_proxy_fcgi pass a small
+ * body and its end (EOS) separately: each of those passes would be set
+ * aside.  This request filter, below the header and chunk filters, holds
+ * such passes instead (plain memory only, which needs no pool to be kept)
+ * and passes them down together with the next pass that is not small
+ * plain memory: core sees what it would have seen after its own setaside
+ * (the same writes), and a small whole response reaches the connection
+ * with its EOS, which rp_smallflush.c then has core write at once.
  *
- * Only the header filter's first brigade is held: the header filter always
- * passes the body next, so nothing held can be forgotten (tunnels and
- * other writers to the connection's filters never pass through here).
- * Chunked responses are left alone (the chunk filter, added after the
- * headers went down, sits between this filter and the network), and so
- * are responses without a body (their headers come with the end). */
+ * Nothing held can be forgotten: a request always passes its EOS, and
+ * anything but plain memory data (EOS, FLUSH, a file, an error) releases
+ * what is held.  Tunnels and other writers to the connection's filters
+ * never pass through here; HTTP/2 streams and subrequests do not get it. */
 #include "rp.h"
 
 #include "util_filter.h"
@@ -70,22 +69,21 @@ static int setaside_all(apr_bucket_brigade *bb, apr_pool_t *p)
     return 1;
 }
 
-/* The headers: hold them if core would only set them aside. */
-static int hold_headers(ap_filter_t *f, apr_bucket_brigade *bb)
+/* Hold bb (what was held already is in it) if core would only set it
+ * aside; 1 if held. */
+static int hold(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     request_rec *r = f->r;
-    apr_bucket_brigade *held;
+    apr_bucket_brigade *held = f->ctx;
 
-    if (r->sent_bodyct || r->chunked || r->header_only
-        || AP_STATUS_IS_HEADER_ONLY(r->status)
-        || r->connection->data_in_output_filters
-        || APR_BRIGADE_EMPTY(bb) || !core_would_wait(bb)
-        || !setaside_all(bb, r->pool)) {
+    if (r->connection->data_in_output_filters || APR_BRIGADE_EMPTY(bb)
+        || !core_would_wait(bb) || !setaside_all(bb, r->pool)) {
         return 0;
     }
-    held = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    if (!held) {
+        f->ctx = held = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    }
     APR_BRIGADE_CONCAT(held, bb);
-    f->ctx = held;
     return 1;
 }
 
@@ -93,15 +91,13 @@ static apr_status_t hold_output(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     apr_bucket_brigade *held = f->ctx;
 
-    if (!held) {
-        if (hold_headers(f, bb)) {
-            return APR_SUCCESS;
-        }
-    }
-    else {
+    if (held) {
         APR_BRIGADE_PREPEND(bb, held);
     }
-    /* One brigade held at most: from here on, out of the way. */
+    if (hold(f, bb)) {
+        return APR_SUCCESS;
+    }
+    /* Once more than a little went down, out of the way. */
     ap_remove_output_filter(f);
     return ap_pass_brigade(f->next, bb);
 }
@@ -115,8 +111,10 @@ void rp_hold_add(request_rec *r)
 
 void rp_hold_register(void)
 {
-    /* After the header filter (protocol), before the chunk filter
-     * (transcode). */
-    hold_filter = ap_register_output_filter("RP_HOLD_HEADERS", hold_output,
-                                            NULL, AP_FTYPE_PROTOCOL + 5);
+    /* After the chunk filter (transcode): what it holds is the response
+     * as it goes to the connection, chunk framing included, and the
+     * headers (passed before the header filter adds the chunk filter) are
+     * never framed as a chunk. */
+    hold_filter = ap_register_output_filter("RP_HOLD", hold_output, NULL,
+                                            AP_FTYPE_TRANSCODE + 1);
 }

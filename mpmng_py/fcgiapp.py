@@ -1,0 +1,75 @@
+"""A minimal FastCGI responder for tests: answers every request with the
+same small body, the way php-fpm answers a PHP page (headers and body in
+FCGI_STDOUT, then an empty FCGI_STDOUT and FCGI_END_REQUEST).  Runs in a
+thread on a loopback port: `with FcgiApp(b"hello\\n") as app: app.port`."""
+import socket
+import struct
+import threading
+
+BEGIN_REQUEST, END_REQUEST, STDIN, STDOUT = 1, 3, 5, 6
+KEEP_CONN = 1
+HEADER = struct.Struct(">BBHHBB")   # version, type, request id, length, padding, reserved
+
+
+def _record(kind, req_id, content=b""):
+    return HEADER.pack(1, kind, req_id, len(content), 0, 0) + content
+
+
+def _read_exact(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+class FcgiApp:
+    def __init__(self, body, content_type="text/plain"):
+        self.answer = b"Content-Type: %s\r\n\r\n%s" % (content_type.encode(), body)
+        self.requests = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn):
+        with conn:
+            try:
+                while self._one_request(conn):
+                    pass
+            except (EOFError, OSError):
+                pass
+
+    def _one_request(self, conn):
+        """Read one request to the end of its FCGI_STDIN and answer it;
+        True if the web server keeps the connection for another."""
+        keep = False
+        while True:
+            _, kind, req_id, length, padding, _ = HEADER.unpack(_read_exact(conn, HEADER.size))
+            content = _read_exact(conn, length + padding)[:length]
+            if kind == BEGIN_REQUEST:
+                keep = bool(content[2] & KEEP_CONN)
+            elif kind == STDIN and not length:
+                break
+        conn.sendall(_record(STDOUT, req_id, self.answer) + _record(STDOUT, req_id)
+                     + _record(END_REQUEST, req_id, struct.pack(">IB3x", 0, 0)))
+        self.requests += 1
+        return keep
