@@ -8,6 +8,10 @@
  *   rp_affinity.c        ReusePortCPUAffinity: pinning, the locality sample
  *   rp_cpumap.c/.h       which CPUs serve which bucket (pure)
  *   rp_generation.c      graceful restart: hand-over between generations
+ *   rp_upgrade.c/.h      binary upgrade: a new server takes the sockets over
+ *   rp_sdstore.c/.h      systemd's file descriptor store (systemctl restart)
+ *   rp_sdnotify.c/.h     systemd's notification socket: the store's
+ *                        transport, the main pid after an upgrade
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
  *   rp_relief.c          which stuck bucket needs another child (the parent
  *                        starts it): the glue of rp_relief_rule
@@ -41,6 +45,7 @@
  *   rp_timeq.c/.h        timeout queues of parked connections
  *   rp_lf.c/.h           leader/followers among a child's workers
  *   rp_stock.c/.h        a bounded stock of idle connection pools
+ *   rp_trim.c/.h         an idle connection's memory cut to what it uses
  * Below, each declaration stands under the file that defines it, with who
  * may call it. */
 #ifndef RP_H

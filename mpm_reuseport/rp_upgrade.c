@@ -10,6 +10,7 @@
  * end is gone without the byte (the new server ended), the old parent
  * reads end-of-file. */
 #include "rp.h"
+#include "rp_sdnotify.h"
 #include "rp_upgrade.h"
 
 #include "apr_signal.h"
@@ -215,6 +216,8 @@ static void tell_old_server(void)
 {
     ssize_t n;
 
+    /* Before the old server can exit: systemd then follows this one. */
+    rp_sdnotify_main_pid();
     do {
         n = write(up.ready_wr, "R", 1);
     } while (n < 0 && errno == EINTR);

@@ -13,7 +13,10 @@
  * applies), leaving the sockets' options and the PidFile to the new
  * server (its own PidFile waits at PidFile.oldbin meanwhile: httpd refuses
  * to start while the pid in its PidFile runs; back if the upgrade fails).  A new server that ends before that (a bad binary or
- * configuration) is logged, and the old one goes on.
+ * configuration) is logged, and the old one goes on.  Under systemd the
+ * new server tells it (MAINPID=, rp_sdnotify.c) as it takes over, so that
+ * the old one's exit, maybe while a next upgrade has the PidFile aside,
+ * does not end the service.
  *
  * Callers: rp_config.c (pre_config), rp_sdstore.c (systemd's sockets),
  * rp_listen.c (adoption), rp_parent.c

@@ -167,8 +167,13 @@ echo "check: stage times: ${durations[*]}; in all $(( $(date +%s) - CHECK_T0 ))s
 for name in ${broken[@]+"${broken[@]}"}; do
     [ -f "$LOG/$name.log" ] || continue
     echo "check: from $LOG/$name.log:"
+    # The first failures (often the cause) and the last ones.
     grep -E '^(FAIL|ERROR)|\*\*FAIL\*\*|FAILED:|Error:|regressions\): [1-9]|  - t/' \
-        "$LOG/$name.log" | tail -n 8 | cut -c1-300 | sed 's/^/    /'
+        "$LOG/$name.log" | cut -c1-300 \
+        | awk '{ l[NR] = $0 } END { for (i = 1; i <= NR; i++)
+                 if (NR <= 8 || i <= 5 || i > NR - 3) print l[i];
+                 else if (i == 6) print "... (" NR - 8 " more)" }' \
+        | sed 's/^/    /'
     # The soak's own failed requests (summary.md's "Failures"), unexcused.
     grep -E '^- [0-9.]+-[0-9.]+ s ' "$LOG/$name.log" | grep -v '(excused: kill' \
         | head -n 10 | cut -c1-300 | sed 's/^/    /'

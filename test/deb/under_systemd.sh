@@ -23,7 +23,20 @@ load() {  # $1 = output prefix: 16 kept-alive and 16 new-connection clients, 8 s
     wrk -t1 -c16 -d8s -H "Connection: close" http://127.0.0.1/file.bin >"$box/$1-new" 2>&1 &
     wait_for 5 established 16
 }
-gone() { ! kill -0 "$1" 2>/dev/null; }
+# A pid (not 0, whose kill -0 would be this process group) that runs no more.
+gone() { [ "$1" -gt 0 ] && ! kill -0 "$1" 2>/dev/null; }
+# A failed check says what systemd makes of the service (CI keeps only
+# the lines that failed); the first also leaves systemd's and httpd's last
+# words in the log.
+told=
+bad() {
+    echo "FAILED: $1 [apache2.service $(prop ActiveState)/$(prop SubState)," \
+        "Result=$(prop Result), MainPID=$(prop MainPID)]"
+    [ -z "$told" ] || return 0
+    told=1
+    tail -n 12 "$box/console" 2>/dev/null | sed 's/^/    console| /'
+    tail -n 12 /var/log/apache2/error.log 2>/dev/null | sed 's/^/    error.log| /'
+}
 export pidfile
 export -f prop main_is_pidfile serves gone no_failures
 cd /
@@ -46,6 +59,28 @@ check "three upgrades under load: no failed request (wrk, 16 kept-alive, 16 new 
 grep -h -E 'requests in|errors|Non-2xx' "$box/upgrades-ka" "$box/upgrades-new" | sed 's/^/    /'
 check "the service followed: still active, MainPID the new parent's, the first parent gone" \
     wait_for 20 bash -c "main_is_pidfile && [ \"\$(prop MainPID)\" != $first ] && gone $first"
+
+# An upgrade while the old server still sends a long download: the new
+# parent tells systemd at once (MAINPID=), so the old one's exit later,
+# even while a next upgrade has the PidFile aside, does not end the service
+# (systemd alone re-read the PidFile then, found none and stopped it all).
+head -c 100M /dev/zero >/var/www/html/big.bin
+curl -s --limit-rate 1M -o /dev/null http://127.0.0.1/big.bin &
+download=$!
+wait_for 5 established 1
+old=$(prop MainPID)
+mpmng-upgrade --timeout 20 >/dev/null
+new=$(cat "$pidfile")
+check "an upgrade while the old parent sends a download: MainPID the new parent's at once" \
+    wait_for 5 bash -c "[ \"\$(prop MainPID)\" = '$new' ] && [ '$new' != '$old' ] && kill -0 $old"
+mv "$pidfile" "$pidfile.aside"
+kill "$download"; wait "$download" 2>/dev/null
+wait_for 20 gone "$old"
+check "... its exit while the PidFile is moved aside leaves the service active" \
+    bash -c "gone $old && [ \"\$(prop ActiveState)\" = active ] && [ \"\$(prop MainPID)\" = '$new' ]"
+mv "$pidfile.aside" "$pidfile"
+rm -f /var/www/html/big.bin
+check "... and the new server serves" wait_for 10 serves
 
 gen0=$(curl -s --max-time 2 'http://127.0.0.1/server-status?auto' | sed -n 's/^ParentServerConfigGeneration: //p')
 main=$(prop MainPID)

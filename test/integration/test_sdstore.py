@@ -2,13 +2,16 @@
 in systemd's place: the parent hands its listening sockets to NOTIFY_SOCKET
 (FDSTOREREMOVE, then FDSTORE with the sockets) each generation; a server
 started with them as LISTEN_FDS adopts them, and a connection that arrived
-while no server ran is answered.  test/deb does the same under systemd
-itself (systemctl restart under load)."""
+while no server ran is answered.  After a binary upgrade the new parent
+says it is the main process (MAINPID=).  test/deb does the same under
+systemd itself (systemctl restart and upgrades under load)."""
 import array
 import os
+import signal
 import socket
 import tempfile
 
+from mpmng_py import privhttpd
 from mpmng_py.integration.common import (HttpdTestCase, ResponseReader, connect,
                                          mpm_directives, reuseport_only, wait_for_log)
 
@@ -110,3 +113,26 @@ class SystemdFdStore(HttpdTestCase):
         taken = self._store_messages(notify, h)
         self.assertEqual(sorted(map(inode, taken)), sorted(map(inode, fds)),
                          "the new server listens on the very sockets it was passed")
+
+    def test_an_upgraded_server_says_it_is_the_main_process(self):
+        """systemd takes the old parent for the main process until told: the
+        new one says so as it takes over, before the old one may exit."""
+        notify = NotifySocket(self)
+        conf = mpm_directives(buckets=2, start=2) + "GracefulShutdownTimeout 10\n"
+        h = self.httpd(conf, start=False)
+        h.env = {"NOTIFY_SOCKET": notify.path}
+        h.start()
+        h.wait_children(2)
+        old = h.pid
+        os.kill(old, signal.SIGUSR2)
+        text, fds = notify.receive()
+        new = h.pidfile_pid()
+        self.assertEqual((text, fds), ("MAINPID=%d" % new, []), h.log_tail())
+        self.assertNotEqual(new, old)
+        self.assertTrue(wait_for_log(h, "binary upgrade: the new server accepts", 10),
+                        h.log_tail())
+        h.pid = new
+        self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
+        notify.sock.settimeout(0.5)
+        with self.assertRaises(socket.timeout, msg="one message, from the new parent"):
+            notify.receive()

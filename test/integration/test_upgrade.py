@@ -236,6 +236,9 @@ class BinaryUpgrade(HttpdTestCase):
         res = self._command(h)
         self.assertEqual(res.returncode, 0, res)
         self.assertIn("pid %d -> " % old, res.stdout)
+        # Done means taken over: a next upgrade may start at once.
+        self.assertIn("binary upgrade: the new server accepts", h.log())
+        self.assertFalse(os.path.exists(h.pidfile + ".oldbin"))
         h.pid = h.pidfile_pid()
         self.assertNotEqual(h.pid, old)
         self.wait_until(lambda: not privhttpd.pid_alive(old), 20, "the old parent gone")
