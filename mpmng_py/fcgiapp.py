@@ -6,6 +6,8 @@ import socket
 import struct
 import threading
 
+from mpmng_py.sockio import recv_exactly
+
 BEGIN_REQUEST, END_REQUEST, STDIN, STDOUT = 1, 3, 5, 6
 KEEP_CONN = 1
 HEADER = struct.Struct(">BBHHBB")   # version, type, request id, length, padding, reserved
@@ -13,16 +15,6 @@ HEADER = struct.Struct(">BBHHBB")   # version, type, request id, length, padding
 
 def _record(kind, req_id, content=b""):
     return HEADER.pack(1, kind, req_id, len(content), 0, 0) + content
-
-
-def _read_exact(conn, n):
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
 
 
 class FcgiApp:
@@ -63,8 +55,8 @@ class FcgiApp:
         True if the web server keeps the connection for another."""
         keep = False
         while True:
-            _, kind, req_id, length, padding, _ = HEADER.unpack(_read_exact(conn, HEADER.size))
-            content = _read_exact(conn, length + padding)[:length]
+            _, kind, req_id, length, padding, _ = HEADER.unpack(recv_exactly(conn, HEADER.size))
+            content = recv_exactly(conn, length + padding)[:length]
             if kind == BEGIN_REQUEST:
                 keep = bool(content[2] & KEEP_CONN)
             elif kind == STDIN and not length:

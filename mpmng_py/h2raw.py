@@ -2,6 +2,7 @@
 does (stop reading, never open its window): the connection preface, a
 SETTINGS frame, a GET's HEADERS frame without HPACK state, and frames
 read back."""
+from mpmng_py.sockio import ShortRead, recv_exactly
 
 H2_MAGIC = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 SETTINGS_INITIAL_WINDOW_SIZE = 0x4
@@ -35,12 +36,10 @@ def h2_get_frame(stream, host, path, tls):
 def h2_frames(sock, want):
     """(type, stream, payload) of the frames in the first `want` bytes read."""
     sock.settimeout(10)
-    buf = b""
-    while len(buf) < want:
-        more = sock.recv(want - len(buf))
-        if not more:
-            break
-        buf += more
+    try:
+        buf = recv_exactly(sock, want)
+    except ShortRead as short:
+        buf = short.partial
     out, pos = [], 0
     while pos + 9 <= len(buf):
         n = int.from_bytes(buf[pos:pos + 3], "big")
@@ -64,19 +63,10 @@ def h2_frame(ftype, flags, stream, payload=b""):
 
 def h2_read_frame(sock):
     """(type, flags, stream, payload), or None at the connection's end."""
-    def exactly(n):
-        buf = b""
-        while len(buf) < n:
-            more = sock.recv(n - len(buf))
-            if not more:
-                return None
-            buf += more
-        return buf
-    head = exactly(9)
-    if head is None:
-        return None
-    payload = exactly(int.from_bytes(head[:3], "big"))
-    if payload is None:
+    try:
+        head = recv_exactly(sock, 9)
+        payload = recv_exactly(sock, int.from_bytes(head[:3], "big"))
+    except ShortRead:
         return None
     return head[3], head[4], int.from_bytes(head[5:9], "big") & 0x7FFFFFFF, payload
 
