@@ -31,14 +31,6 @@ static int notify_address(struct sockaddr_un *sun, socklen_t *len)
     return 0;
 }
 
-int rp_sdnotify_available(void)
-{
-    struct sockaddr_un sun;
-    socklen_t len;
-
-    return notify_address(&sun, &len) == 0;
-}
-
 static int send_on(int sock, const struct sockaddr_un *sun, socklen_t len,
                    const char *text, const int *fds, int nfds)
 {
@@ -96,8 +88,8 @@ void rp_sdnotify_main_pid(void)
     char text[64];
     int rv;
 
-    if (!rp_sdnotify_available()) {
-        return;
+    if (!getenv("NOTIFY_SOCKET")) {
+        return;                 /* not run by systemd */
     }
     snprintf(text, sizeof(text), "MAINPID=%ld", (long)getpid());
     rv = rp_sdnotify_send(text, NULL, 0);

@@ -10,8 +10,6 @@
 #ifndef RP_SDNOTIFY_H
 #define RP_SDNOTIFY_H
 
-/* 1 when systemd gave this process a notification socket. */
-int rp_sdnotify_available(void);
 /* Sends one message (with nfds descriptors, at most RP_SDNOTIFY_MAX_FDS):
  * 0, or an errno (EINVAL: NOTIFY_SOCKET unset or unusable). */
 #define RP_SDNOTIFY_MAX_FDS 200     /* the kernel takes at most 253 */
