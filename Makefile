@@ -45,7 +45,8 @@ FHC_SO   := $(OUT)/mod_fhcache.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_*.c))
 
 .PHONY: all check unit unit-run fuzz integration regress deps demo demo-stop install \
-        uninstall bench clean win win-dist win-check win-regress win-bench deb intree soak FORCE
+        uninstall bench clean win win-dist win-check win-regress win-bench deb intree soak \
+        compat FORCE
 
 all: $(RP_SO) $(FHC_SO)
 
@@ -106,7 +107,7 @@ unit-run: $(UNIT_TESTS)
 	@rc=0; for t in $(UNIT_TESTS); do $$t || rc=1; done; exit $$rc
 
 deps:
-	@build/deps.sh base demo test fuzz regress fhcache intree deb win
+	@build/deps.sh base demo test fuzz regress fhcache intree deb win compat
 
 # Our parsers under libFuzzer (ASan/UBSan): a million inputs per target by
 # default; FUZZ_ARGS="--seconds 600" for longer, "--merge" keeps new finds
@@ -183,6 +184,17 @@ deb:
 intree:
 	@build/deps.sh base test intree
 	test/intree/run.sh
+
+# The older httpd releases LTS distributions ship (2.4.37 RHEL 8, 2.4.52
+# Ubuntu 22.04, 2.4.58 Ubuntu 24.04, 2.4.62 RHEL 9): each built from its
+# tarball in MPMNG_HTTPD_SOURCES (default ../shared/httpd-src; kept in
+# ~/.cache/mpm-ng/httpd), our modules built with its apxs without a warning,
+# the whole integration suite, the upgrade to Debian's apache2 under load
+# and httpd's regression suite against that release's mpm_event
+# (mpmng_py/compat).  make check runs the integration tests of what differs.
+compat:
+	@build/deps.sh base test regress compat
+	python3 -m mpmng_py.compat $(COMPAT_ARGS)
 
 # Windows: httpd.exe with mpm_winnt_ng (and a stock one to compare) and
 # every module httpd builds for Windows, cross-built with mingw-w64 into

@@ -27,21 +27,14 @@ etag_components_t fhc_etag_bits(const core_dir_config *d)
 static void make_etag(fhc_meta *m, request_rec *r, apr_finfo_t *fi)
 {
     const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
-    etag_rec er;
     const char *etag;
 
     m->etag_ok = 0;
     m->etag_bits = fhc_etag_bits(d);
-    if (AP_REQUEST_IS_STRONG_ETAG(r) || (m->etag_bits & ETAG_DIGEST)) {
-        return;     /* digests read the file: never stored */
-    }
-    memset(&er, 0, sizeof(er));
-    er.finfo = fi;
-    er.pathname = r->filename;
-    /* A second after the mtime: the strong form, used only by requests
-     * made that late (httpd makes it weak before). */
-    er.request_time = fi->mtime + APR_USEC_PER_SEC;
-    etag = ap_make_etag_ex(r, &er);
+    /* The strong form, used only by requests made late enough after the
+     * mtime (httpd makes it weak before); none where digests read the
+     * file or a module asks for strong ETags. */
+    etag = mpmng_etag_of_file(r, fi);
     if (etag && *etag && strlen(etag) < sizeof(m->etag)) {
         strcpy(m->etag, etag);
         m->etag_ok = 1;
@@ -60,8 +53,7 @@ static int etag_applies(const fhc_meta *m, request_rec *r)
 {
     const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
 
-    return m->etag_ok && !r->vlist_validator && !AP_REQUEST_IS_STRONG_ETAG(r)
-           && r->request_time - r->finfo.mtime >= APR_USEC_PER_SEC
+    return m->etag_ok && !r->vlist_validator && mpmng_etag_strong_now(r)
            && fhc_etag_bits(d) == m->etag_bits;
 }
 

@@ -13,6 +13,7 @@
 #include "fhc_watchset.h"
 #include "fhc_tally.h"
 #include "fhc_os.h"
+#include "mpmng_httpd.h"
 
 extern module AP_MODULE_DECLARE_DATA fhcache_module;
 
@@ -141,7 +142,9 @@ void fhc_tally_read(fhc_child *ch, uint64_t v[FHC_F_COUNT], const char **mode);
 /* This generation's table; NULL without shared memory. */
 const fhc_tally *fhc_tally_table(void);
 
-/* fhc_stopguard.c: a workaround for a stop race in mpm_event/worker */
+/* fhc_stopguard.c: a workaround for a stop race in mpm_event/worker;
+ * register says whether httpd runs the child_stopping hook (2.4.49+) */
+void fhc_stopguard_register(int has_child_stopping);
 void fhc_stopguard_child_init(apr_pool_t *pchild, server_rec *s);
 int fhc_stopguard_pre_connection(conn_rec *c, void *csd);
 void fhc_stopguard_child_stopping(apr_pool_t *pchild, int graceful);

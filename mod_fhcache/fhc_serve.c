@@ -165,7 +165,7 @@ apr_status_t fhc_dirwalk_stat(apr_finfo_t *finfo, request_rec *r,
 static int core_reads_file(const core_dir_config *d)
 {
     /* core.c's private AP_CONTENT_MD5_ON is 1. */
-    return d->content_md5 == 1 || (fhc_etag_bits(d) & ETAG_DIGEST);
+    return d->content_md5 == 1 || mpmng_etag_reads_file(fhc_etag_bits(d));
 }
 
 /* The request's entry if it still describes r->filename as walked. */
@@ -216,8 +216,8 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
     if (!mmap) {
         (void)apr_bucket_file_enable_mmap(b, 0);
     }
-    if (d->read_buf_size) {
-        apr_bucket_file_set_buf_size(b, d->read_buf_size);
+    if (mpmng_read_buf_size(d)) {
+        apr_bucket_file_set_buf_size(b, mpmng_read_buf_size(d));
     }
     return b;
 }

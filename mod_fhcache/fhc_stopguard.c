@@ -16,7 +16,10 @@
  * worker before the pool's memory goes.  While the child is stopping and
  * its main thread has not finished closing sockets (the MPM runs the
  * child_stopping hook right after close_worker_sockets()), it waits, so
- * no pool is unmapped while the main thread may still read from it. */
+ * no pool is unmapped while the main thread may still read from it.
+ * httpd before 2.4.49 has no child_stopping hook: nothing tells when the
+ * main thread is done, so the guard waits a short while from the first
+ * sight of the stop instead. */
 #include "fhc_module.h"
 
 #include "ap_mpm.h"
@@ -29,10 +32,30 @@
 /* Longest wait per connection: the main thread needs microseconds; the
  * bound only keeps a child that never runs child_stopping from hanging. */
 #define GUARD_MAX_WAIT_USEC (2 * APR_USEC_PER_SEC)
+/* Without the hook: from the first connection that met the stop. */
+#define GUARD_BLIND_WAIT_USEC (50 * 1000)
 #define GUARD_POLL_USEC 1000
 
 static int guard_on;                    /* the MPM has the race */
+static int told_when_closed;            /* httpd runs child_stopping */
 static volatile apr_uint32_t sockets_closed;   /* child_stopping ran */
+static volatile apr_uint32_t first_seen_ms;    /* without the hook */
+
+void fhc_stopguard_register(int has_child_stopping)
+{
+    told_when_closed = has_child_stopping;
+}
+
+/* Without child_stopping: the stop's first sighting (milliseconds, the
+ * first thread's) plus a short while. */
+static int blind_wait_over(void)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_as_msec(apr_time_now()) | 1;
+
+    apr_atomic_cas32(&first_seen_ms, now, 0);
+    return now - apr_atomic_read32(&first_seen_ms)
+           >= GUARD_BLIND_WAIT_USEC / 1000;
+}
 
 static int stopping(void)
 {
@@ -46,7 +69,8 @@ static apr_status_t wait_for_main_thread(void *data)
     apr_time_t waited = 0;
 
     while (stopping() && !apr_atomic_read32(&sockets_closed)
-           && waited < GUARD_MAX_WAIT_USEC) {
+           && waited < GUARD_MAX_WAIT_USEC
+           && (told_when_closed || !blind_wait_over())) {
         apr_sleep(GUARD_POLL_USEC);
         waited += GUARD_POLL_USEC;
     }
@@ -59,6 +83,7 @@ void fhc_stopguard_child_init(apr_pool_t *pchild, server_rec *s)
 
     guard_on = strcmp(mpm, "event") == 0 || strcmp(mpm, "worker") == 0;
     apr_atomic_set32(&sockets_closed, 0);
+    apr_atomic_set32(&first_seen_ms, 0);
 }
 
 int fhc_stopguard_pre_connection(conn_rec *c, void *csd)

@@ -17,8 +17,9 @@ static void fhc_register_hooks(apr_pool_t *p)
     /* First: the guard's pool cleanup then runs after most others. */
     ap_hook_pre_connection(fhc_stopguard_pre_connection, NULL, NULL,
                            APR_HOOK_REALLY_FIRST);
-    ap_hook_child_stopping(fhc_stopguard_child_stopping, NULL, NULL,
-                           APR_HOOK_REALLY_FIRST);
+    fhc_stopguard_register(
+        mpmng_hook_child_stopping(fhc_stopguard_child_stopping,
+                                  APR_HOOK_REALLY_FIRST));
     /* Before core's stat (REALLY_LAST), so a hit replaces it. */
     ap_hook_dirwalk_stat(fhc_dirwalk_stat, NULL, NULL, APR_HOOK_MIDDLE);
     /* Right before core's default handler (REALLY_LAST): we only take what

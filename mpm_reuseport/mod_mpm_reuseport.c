@@ -24,12 +24,14 @@ int rp_one_process;
 static int rp_query(int code, int *result, apr_status_t *rv)
 {
     *rv = APR_SUCCESS;
+    if (mpmng_mpm_query_new(code, result)) {
+        return OK;      /* asked only of newer httpd (AP_MPMQ_CAN_WAITIO) */
+    }
     switch (code) {
     case AP_MPMQ_MAX_DAEMON_USED:     *result = rp_state->max_daemons_limit; break;
     case AP_MPMQ_IS_THREADED:         *result = AP_MPMQ_STATIC; break;
     case AP_MPMQ_IS_FORKED:           *result = AP_MPMQ_DYNAMIC; break;
     case AP_MPMQ_IS_ASYNC:            *result = 1; break;
-    case AP_MPMQ_CAN_WAITIO:          *result = 1; break;
     case AP_MPMQ_HAS_SERF:            *result = 0; break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:  *result = rp_lim.server_limit; break;
     case AP_MPMQ_HARD_LIMIT_THREADS:  *result = rp_lim.thread_limit; break;
@@ -80,8 +82,8 @@ static void rp_register_hooks(apr_pool_t *p)
     /* open_logs before core's, so start-up errors still reach stderr. */
     static const char *const before_core[] = { "core.c", NULL };
 
-    (void)p;
     rp_pin_module();
+    mpmng_httpd_register_hooks(p);
     ap_hook_open_logs(rp_open_logs, NULL, before_core, APR_HOOK_REALLY_FIRST);
     /* MPM state must be set before other pre_config hooks query it. */
     ap_hook_pre_config(rp_pre_config, NULL, NULL, APR_HOOK_REALLY_FIRST);

@@ -63,6 +63,7 @@
 #include "unixd.h"
 
 #include "rp_settings.h"
+#include "mpmng_httpd.h"
 #include "mpmng_once.h"
 
 #define RP_LOG_TAG "mpm_reuseport: "

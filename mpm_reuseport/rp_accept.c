@@ -130,7 +130,7 @@ static void drain_locked(int (*may_take)(void))
  * refused at once rather than left queued. */
 static void stop_locked(int (*may_take)(void))
 {
-    process_score *ps = &ap_scoreboard_image->parent[acc.slot];
+    process_score *ps = ap_get_scoreboard_process(acc.slot);
 
     if (!acc.listening) {
         return;

@@ -61,7 +61,7 @@ void rp_balance_setup(int slot, int bucket)
 
 void rp_balance_publish(apr_uint32_t conns)
 {
-    ap_scoreboard_image->parent[bal.slot].connections = conns;
+    ap_get_scoreboard_process(bal.slot)->connections = conns;
 }
 
 int rp_balance_pause(int paused, int mine, apr_time_t now)

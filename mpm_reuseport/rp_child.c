@@ -61,7 +61,8 @@ static void child_exit(int code)
 {
     rp_state->mpm->mpm_state = AP_MPMQ_STOPPING;
     if (rp_child.pchild) {
-        ap_run_child_stopping(rp_child.pchild, rp_child.mode == RP_GRACEFUL);
+        mpmng_run_child_stopping(rp_child.pchild,
+                                 rp_child.mode == RP_GRACEFUL);
         apr_pool_destroy(rp_child.pchild);
     }
     exit(code);
@@ -253,7 +254,7 @@ static apr_time_t next_look(apr_time_t now, int draining)
 
 static void publish_counts(void)
 {
-    process_score *ps = &ap_scoreboard_image->parent[rp_child.slot];
+    process_score *ps = ap_get_scoreboard_process(rp_child.slot);
 
     ps->connections = rp_conn_life_count();
     ps->suspended = rp_callbacks_suspended();
@@ -434,7 +435,7 @@ static apr_thread_t *spawn_thread(apr_thread_start_t fn, void *arg)
     if (ap_thread_stacksize) {
         apr_threadattr_stacksize_set(attr, ap_thread_stacksize);
     }
-    if ((rv = ap_thread_create(&t, attr, fn, arg, rp_child.pruntime))) {
+    if ((rv = mpmng_thread_create(&t, attr, fn, arg, rp_child.pruntime))) {
         ap_log_error(APLOG_MARK, APLOG_ALERT, rv, ap_server_conf, RP_LOG_TAG
                      "cannot create a thread: check the process and memory "
                      "limits (ulimit -u, ThreadStackSize)");
@@ -591,12 +592,9 @@ void rp_child_main(int slot, int bucket)
     ap_fatal_signal_child_setup(ap_server_conf);
     apr_pool_create(&rp_child.pchild, rp_pconf);
     apr_pool_tag(rp_child.pchild, "pchild");
-#if AP_HAS_THREAD_LOCAL
     if (!rp_one_process) {
-        apr_thread_t *main_thd;
-        ap_thread_main_create(&main_thd, rp_child.pchild);
+        mpmng_thread_main_create(rp_child.pchild);
     }
-#endif
     rp_listen_close_other_buckets(bucket);
     rp_affinity_pin(bucket);    /* before any thread: they inherit it */
     close_other_pods();

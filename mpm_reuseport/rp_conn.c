@@ -14,9 +14,10 @@
 #include "apr_atomic.h"
 #include "http_connection.h"
 #include "http_protocol.h"
-#include "http_ssl.h"
 #include "http_vhost.h"
 #include "util_filter.h"
+
+#include "mpmng_httpd.h"
 
 #include <errno.h>
 #include <string.h>
@@ -151,14 +152,21 @@ static int open_connection(rp_conn *rc, apr_thread_t *thd, int tid)
     ap_update_vhost_given_ip(c);
     rc->pub.state = CONN_STATE_PROCESSING;
     rc->pub.sense = CONN_SENSE_DEFAULT;
-    rv = ap_pre_connection(c, rc->sock);
+    rv = mpmng_pre_connection(c, rc->sock);
     if (rv != OK && rv != DONE) {
+        if (!ap_get_conn_socket(c)) {
+            /* Core's hook never ran (httpd before 2.4.50): no filters,
+             * so no pre_close hook may run either. */
+            rc->pre_closed = 1;
+            rp_conn_close(rc);
+            return 0;
+        }
         rc->pub.state = CONN_STATE_LINGER;
     }
     else {
         rc->ra = rp_ra_attach(c);
         rp_smallflush_add(c, &rc->waited_to_write);
-        if (ap_ssl_conn_is_ssl(c)) {
+        if (mpmng_conn_is_ssl(c)) {
             rp_tlsbody_add(c);
         }
     }
@@ -174,7 +182,7 @@ static void resume_connection(rp_conn *rc, apr_thread_t *thd, int tid)
 
 static int is_parking_state(conn_state_e st)
 {
-    return st == CONN_STATE_LINGER || st == CONN_STATE_ASYNC_WAITIO
+    return st == CONN_STATE_LINGER || mpmng_state_is_waitio(st)
            || st == CONN_STATE_WRITE_COMPLETION
            || st == CONN_STATE_SUSPENDED;
 }
@@ -337,13 +345,16 @@ static rp_next advance(rp_conn *rc)
     rp_next next;
 
     for (;;) {
+        if (mpmng_state_is_waitio(rc->pub.state)) {
+            return RP_NEXT_WAIT_IO;
+        }
         switch (rc->pub.state) {
         case CONN_STATE_PROCESSING:
             if (!request_here(rc, &next)) {
                 return next;
             }
             process(rc);
-            if (rc->ra && rc->pub.state != CONN_STATE_ASYNC_WAITIO) {
+            if (rc->ra && !mpmng_state_is_waitio(rc->pub.state)) {
                 rp_ra_finished(rc->ra);     /* a module's wait goes on */
             }
             break;
@@ -360,8 +371,6 @@ static rp_next advance(rp_conn *rc)
                 break;
             }
             return RP_NEXT_KEEPALIVE;
-        case CONN_STATE_ASYNC_WAITIO:
-            return RP_NEXT_WAIT_IO;
         case CONN_STATE_SUSPENDED:
             return RP_NEXT_SUSPENDED;
         default:                /* CONN_STATE_LINGER* */
@@ -402,7 +411,8 @@ static apr_interval_time_t read_ahead_timeout(const rp_ra *ra)
 /* Wait for the socket with Timeout.  The module's sense counts for this
  * wait only, as in mpm_event.  A module that wants to read with nothing
  * left to write (mod_http2, blocked on the client's flow-control window,
- * says so in write completion) goes back to its process_connection hook
+ * says so in write completion: every mod_http2 before 2.0.27, and later
+ * ones on httpd before 2.4.63) goes back to its process_connection hook
  * when bytes come, as after CONN_STATE_ASYNC_WAITIO: waiting for them
  * again as keep-alive would miss them (the poller reports edges). */
 static int park_io(rp_conn *rc)
@@ -410,15 +420,14 @@ static int park_io(rp_conn *rc)
     conn_rec *c = rc->c;
     int events = wanted_events(rc);
 
-    if (rc->pub.state == CONN_STATE_WRITE_COMPLETION
-        && rc->pub.sense == CONN_SENSE_WANT_READ && !c->data_in_output_filters
-        && c->keepalive == AP_CONN_KEEPALIVE && !c->aborted) {
-        rc->pub.state = CONN_STATE_ASYNC_WAITIO;
-    }
     /* Kept apart from c->cs: mod_http2's streams share their main
      * connection's conn_state_t and write its state from their own
      * threads, also while it waits here. */
-    rc->module_wait = rc->pub.state == CONN_STATE_ASYNC_WAITIO;
+    rc->module_wait = mpmng_state_is_waitio(rc->pub.state)
+        || (rc->pub.state == CONN_STATE_WRITE_COMPLETION
+            && rc->pub.sense == CONN_SENSE_WANT_READ
+            && !c->data_in_output_filters
+            && c->keepalive == AP_CONN_KEEPALIVE && !c->aborted);
     rc->pub.sense = CONN_SENSE_DEFAULT;
     return park(rc, RP_PARK_IO, events, c->base_server->timeout);
 }

@@ -26,7 +26,8 @@ typedef struct rp_conn {
     int keepalive_wake;         /* resumed from a keep-alive wait */
     int trimmed;                /* its idle memory cut once (rp_trim.h) */
     int waited_to_write;        /* the client once made a response wait */
-    int module_wait;            /* parked in CONN_STATE_ASYNC_WAITIO */
+    int module_wait;            /* a module waits for the socket (ASYNC_WAITIO,
+                                   or write completion wanting to read) */
     apr_time_t linger_until;    /* lingering close gives up then */
     struct rp_conn *next_suspended;    /* rp_callbacks.c */
 } rp_conn;

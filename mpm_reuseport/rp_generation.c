@@ -109,7 +109,7 @@ void rp_gen_close_retiring_in_child(void)
 
 static int child_ready(int slot)
 {
-    process_score *ps = &ap_scoreboard_image->parent[slot];
+    process_score *ps = ap_get_scoreboard_process(slot);
     int t;
 
     if (ps->pid == 0 || ps->quiescing

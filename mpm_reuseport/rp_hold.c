@@ -16,7 +16,11 @@
  *
  * Nothing held can be forgotten: a request always passes its EOS, and
  * anything but plain memory data (EOS, FLUSH, a file, an error) releases
- * what is held.  Tunnels and other writers to the connection's filters
+ * what is held.  A response without a body (HEAD, 304, 204) is never held:
+ * its headers are the whole of it.  httpd before 2.4.39 passes them
+ * without the EOS, which its header filter drops: it is added here, so
+ * that the connection's filters see the response end (rp_smallflush.c) as
+ * from later releases, which pass the two together.  Tunnels and other writers to the connection's filters
  * never pass through here; HTTP/2 streams and subrequests do not get it. */
 #include "rp.h"
 
@@ -69,6 +73,20 @@ static int setaside_all(apr_bucket_brigade *bb, apr_pool_t *p)
     return 1;
 }
 
+static int without_body(const request_rec *r)
+{
+    return r->header_only || AP_STATUS_IS_HEADER_ONLY(r->status);
+}
+
+static void end_with_eos(apr_bucket_brigade *bb)
+{
+    apr_bucket *b = APR_BRIGADE_LAST(bb);
+
+    if (b == APR_BRIGADE_SENTINEL(bb) || !APR_BUCKET_IS_EOS(b)) {
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(bb->bucket_alloc));
+    }
+}
+
 /* Hold bb (what was held already is in it) if core would only set it
  * aside; 1 if held. */
 static int hold(ap_filter_t *f, apr_bucket_brigade *bb)
@@ -76,6 +94,10 @@ static int hold(ap_filter_t *f, apr_bucket_brigade *bb)
     request_rec *r = f->r;
     apr_bucket_brigade *held = f->ctx;
 
+    if (without_body(r) && !APR_BRIGADE_EMPTY(bb)) {
+        end_with_eos(bb);
+        return 0;
+    }
     if (r->connection->data_in_output_filters || APR_BRIGADE_EMPTY(bb)
         || !core_would_wait(bb) || !setaside_all(bb, r->pool)) {
         return 0;

@@ -554,12 +554,12 @@ void rp_loop_hand_over_late_reads(void)
 
 static void publish_counts_locked(void)
 {
-    process_score *ps = &ap_scoreboard_image->parent[loop.slot];
+    process_score *ps = ap_get_scoreboard_process(loop.slot);
 
     ps->keep_alive = (apr_uint32_t)rp_timeqs_count(&loop.keepalive_qs);
     ps->write_completion = (apr_uint32_t)rp_timeqs_count(&loop.io_qs);
     ps->lingering_close = (apr_uint32_t)rp_timeqs_count(&loop.linger_qs);
-    ps->wait_io = (apr_uint32_t)loop.read_heap.n;
+    mpmng_score_set_wait_io(ps, (apr_uint32_t)loop.read_heap.n);
 }
 
 static apr_time_t earliest(apr_time_t a, apr_time_t b)

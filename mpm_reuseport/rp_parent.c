@@ -15,7 +15,7 @@
 
 static int child_fatal;
 
-#define SLOT_PID(i) (ap_scoreboard_image->parent[i].pid)
+#define SLOT_PID(i) (ap_get_scoreboard_process(i)->pid)
 
 static int bucket_of(int slot)
 {
@@ -27,7 +27,7 @@ static int bucket_of(int slot)
 static void note_child_killed(int slot, pid_t pid, ap_generation_t gen)
 {
     if (slot != -1) {
-        process_score *ps = &ap_scoreboard_image->parent[slot];
+        process_score *ps = ap_get_scoreboard_process(slot);
         ap_run_child_status(ap_server_conf, ps->pid, ps->generation, slot,
                             MPM_CHILD_EXITED);
         ps->pid = 0;
@@ -39,7 +39,7 @@ static void note_child_killed(int slot, pid_t pid, ap_generation_t gen)
 
 static void note_child_started(int slot, pid_t pid, int bucket)
 {
-    process_score *ps = &ap_scoreboard_image->parent[slot];
+    process_score *ps = ap_get_scoreboard_process(slot);
 
     if (ps->pid != 0) {
         /* Taking over from an old-generation child still finishing its
@@ -81,9 +81,7 @@ static int make_child(int slot, int bucket)
         return -1;
     }
     if (pid == 0) {
-#if AP_HAS_THREAD_LOCAL
-        ap_thread_current_after_fork();
-#endif
+        mpmng_thread_after_fork();
         rp_child_install_early_signals();
         rp_child_main(slot, bucket);
     }
@@ -105,7 +103,7 @@ static int free_slot(int bucket)
     int i, fallback = -1;
 
     for (i = bucket; i < rp_lim.daemons_limit; i += rp_lim.num_buckets) {
-        process_score *ps = &ap_scoreboard_image->parent[i];
+        process_score *ps = ap_get_scoreboard_process(i);
         if (ps->pid == 0) {
             return i;
         }
@@ -155,7 +153,7 @@ static void count_bucket(int b, bucket_census *c)
 
     c->idle = c->accepting = c->busy = 0;
     for (i = b; i < rp_lim.daemons_limit; i += rp_lim.num_buckets) {
-        process_score *ps = &ap_scoreboard_image->parent[i];
+        process_score *ps = ap_get_scoreboard_process(i);
         if (!is_current(ps) || ps->quiescing) {
             continue;
         }
@@ -178,7 +176,7 @@ static void spawn_for_bucket(int b, const bucket_census *c)
 
     for (n = 0; n < *rate; n++) {
         int slot = free_slot(b);
-        if (slot < 0 || ap_scoreboard_image->parent[slot].pid != 0) {
+        if (slot < 0 || ap_get_scoreboard_process(slot)->pid != 0) {
             break;      /* only empty slots for growth */
         }
         make_child(slot, b);
@@ -301,7 +299,7 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
         ap_update_child_status_from_indexes(slot, t, SERVER_DEAD, NULL);
     }
     note_child_killed(slot, 0, 0);
-    ap_scoreboard_image->parent[slot].quiescing = 0;
+    ap_get_scoreboard_process(slot)->quiescing = 0;
     if (outcome != APEXIT_CHILDSICK && slot < rp_lim.daemons_limit) {
         bucket_census c;
         count_bucket(bucket_of(slot), &c);

@@ -1,8 +1,9 @@
 /* Small complete responses are written at once.
  *
  * Core's output filter writes at once only 4 KiB or more, or a response
- * with a file bucket; anything smaller (a 304, an error page, a PHP page
- * through mod_proxy_fcgi, a small file from mod_fhcache's memory) is kept
+ * with a file bucket (from httpd 2.4.48; before, a small file too waits);
+ * anything smaller (a 304, an error page, a PHP page through
+ * mod_proxy_fcgi, a small file from mod_fhcache's memory) is kept
  * for later, and the first time that happens core gives the connection a
  * pool for it: a third 8 KiB node that the connection keeps, resident,
  * through every keep-alive wait from then on.  A connection output filter
@@ -39,8 +40,8 @@ static apr_bucket *small_response_end(apr_bucket_brigade *bb)
         if (APR_BUCKET_IS_EOS(b)) {
             return total < RP_CORE_MIN_WRITE ? b : NULL;
         }
-        if (APR_BUCKET_IS_FLUSH(b) || APR_BUCKET_IS_FILE(b)
-            || b->length == (apr_size_t)-1) {
+        if (APR_BUCKET_IS_FLUSH(b) || b->length == (apr_size_t)-1
+            || (APR_BUCKET_IS_FILE(b) && MPMNG_CORE_WRITES_FILES)) {
             return NULL;    /* core writes at once anyway, or must read */
         }
         total += b->length;

@@ -6,6 +6,7 @@ started (by PID).  Tests, the regression-suite runner and bench/ all use it.
 """
 import fcntl
 import os
+import re
 import resource
 import shutil
 import signal
@@ -21,9 +22,12 @@ from mpmng_py import ROOT
 OUT = os.path.abspath(os.environ.get("MPMNG_OUT") or os.path.join(ROOT, "out"))
 APACHE2 = os.environ.get("APACHE2", "/usr/sbin/apache2")
 # httpd's own modules; an httpd built from source has its own (test/intree).
-SYSMODS = os.environ.get("MPMNG_SYSMODS", "/usr/lib/apache2/modules")
+DEBIAN_MODS = "/usr/lib/apache2/modules"
+SYSMODS = os.environ.get("MPMNG_SYSMODS", DEBIAN_MODS)
 # An MPM linked into APACHE2 (./configure --with-mpm=NAME): never loaded.
 STATIC_MPM = os.environ.get("MPMNG_STATIC_MPM", "")
+# The apxs of APACHE2's build (the regression suite asks it).
+APXS = os.environ.get("MPMNG_APXS", "/usr/bin/apxs2")
 
 # MPM name -> (module symbol, .so path).  Ours are looked up in out/.
 MPMS = {
@@ -35,6 +39,22 @@ MPMS = {
 
 # Modules every private instance loads (static files, access control, status).
 BASE_MODULES = ["authz_core", "authz_host", "mime", "dir", "status", "alias"]
+
+
+_versions = {}
+
+
+def httpd_version(binary=None):
+    """(2, 4, N) of an httpd binary (APACHE2 by default), from -v."""
+    binary = binary or APACHE2
+    if binary not in _versions:
+        out = subprocess.run([binary, "-v"], capture_output=True, text=True,
+                             env=server_env()).stdout
+        m = re.search(r"Apache/(\d+)\.(\d+)\.(\d+)", out)
+        if not m:
+            raise RuntimeError("%s -v names no version: %r" % (binary, out))
+        _versions[binary] = tuple(int(x) for x in m.groups())
+    return _versions[binary]
 
 
 def server_env():
@@ -171,6 +191,7 @@ class Httpd:
         self.env = {}           # more environment for the server's commands
         self.fds_at_3 = []      # descriptors the server gets as 3, 4, ... (systemd's way)
         self.binary = APACHE2   # the httpd started (an upgrade test swaps its file)
+        self.sysmods = SYSMODS  # its own modules' directory
         self.directives = directives
         self.host = host
         self.port = port or free_port(host)
@@ -201,7 +222,7 @@ class Httpd:
         if sym != "mpm_%s_module" % STATIC_MPM:
             lines.append("LoadModule %s %s" % (sym, path))
         for m in self.modules:
-            lines.append("LoadModule %s_module %s/mod_%s.so" % (m, SYSMODS, m))
+            lines.append("LoadModule %s_module %s/mod_%s.so" % (m, self.sysmods, m))
         if os.geteuid() == 0:
             lines += ["User www-data", "Group www-data"]
         lines += ["Listen %s" % l for l in self.listen]

@@ -57,13 +57,22 @@ fi
 
 # Windows: the cross-build (all of it on a machine without its cache, about
 # 20 minutes of CPU) starts now in the background at the lowest priority
-# and uses what the Linux stages leave (build/win/background.sh); the win
+# and uses what the Linux stages leave (build/background.sh); the win
 # stage waits for it.
 WIN_BUILD_PID=
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
-    WIN_BUILD_PID=$(build/win/background.sh "$LOG/win-build.log" build/win/build.sh)
-    trap '[ -z "$WIN_BUILD_PID" ] || kill -- -"$WIN_BUILD_PID" 2>/dev/null' EXIT
+    WIN_BUILD_PID=$(build/background.sh "$LOG/win-build.log" build/win/build.sh)
 fi
+
+# The older httpd releases of the compat stage (build/compat/, about 2
+# minutes of CPU each on a machine without them in ~/.cache/mpm-ng/httpd)
+# build the same way; the compat stage waits for the one still building.
+COMPAT_BUILD_PID=
+if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
+    COMPAT_BUILD_PID=$(build/background.sh "$LOG/compat-build.log" build/compat/build-all.sh)
+fi
+trap '[ -z "$WIN_BUILD_PID" ] || kill -- -"$WIN_BUILD_PID" 2>/dev/null
+      [ -z "$COMPAT_BUILD_PID" ] || kill -- -"$COMPAT_BUILD_PID" 2>/dev/null' EXIT
 
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
@@ -106,6 +115,18 @@ if [ "${MPMNG_SKIP_REGRESS:-}" = 1 ]; then
 else
     stage regress test/regress/run.sh event reuseport --with-fhcache
     count_plain "$LOG/regress.log" || add 0 1
+fi
+
+# The older httpd releases (RHEL 8's 2.4.37 to RHEL 9's 2.4.62): each
+# built (in the background since the start), our modules built with its
+# apxs, and the integration tests of what differs between releases run
+# against it (`make compat`: all of them, and httpd's regression suite).
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_COMPAT:-}" = 1 ]; then
+    echo "=== compat: skipped${SAN:+ (SANITIZE)}"
+else
+    stage compat python3 -m mpmng_py.compat --short
+    count_plain "$LOG/compat.log" || add 0 1
+    COMPAT_BUILD_PID=
 fi
 
 # httpd built from Debian's source with mpm-ng in its tree, and the Debian

@@ -217,6 +217,8 @@ def pick_variants(args):
         chosen = [v for v in allv if v.name in want]
     if args.baseline:
         chosen = with_baseline(chosen, args.baseline)
+    if args.httpd:
+        chosen = with_httpds(chosen, args.httpd)
     ok, skipped = [], []
     for v in chosen:
         miss = v.missing()
@@ -249,6 +251,43 @@ def with_baseline(chosen, out_dir):
         if v.uses_our_build():
             both.append(v.with_build(out_dir, "base"))
     return both
+
+
+def httpd_label(prefix):
+    """2.4.N of the httpd in prefix (bin/httpd -v)."""
+    from mpmng_py import privhttpd
+    binary = os.path.join(prefix, "bin", "httpd")
+    if not os.path.exists(binary):
+        sys.exit("bench: --httpd %s: no bin/httpd there (an httpd install prefix, e.g. "
+                 "from build/compat/build-httpd.sh)" % prefix)
+    return ".".join(map(str, privhttpd.httpd_version(binary)))
+
+
+def our_build_for(prefix, label):
+    """Our modules built with that httpd's apxs: out/compat/<label>/ (what
+    make compat builds), built now if missing."""
+    out_dir = os.path.join(ROOT, "out", "compat", label)
+    if not os.path.exists(os.path.join(out_dir, "mod_mpm_reuseport.so")):
+        log("bench: building our modules for httpd %s into %s" % (label, out_dir))
+        subprocess.run(["make", "-s", "APXS=" + os.path.join(prefix, "bin", "apxs"),
+                        "OUT=" + out_dir, "all"], cwd=ROOT, check=True)
+    return out_dir
+
+
+def with_httpds(chosen, prefixes):
+    """Each httpd variant, followed by its twins on the other httpd builds
+    (<name>@<version>): each release's mpm_event beside mpm_reuseport."""
+    twins = []
+    for prefix in prefixes:
+        prefix = os.path.abspath(prefix)
+        label = httpd_label(prefix)
+        twins.append((prefix, label, our_build_for(prefix, label)))
+    out = []
+    for v in chosen:
+        out.append(v)
+        if v.kind == "httpd":
+            out += [v.with_httpd(prefix, label, d) for prefix, label, d in twins]
+    return out
 
 
 # ---------------------------------------------------------------- throughput
@@ -538,7 +577,8 @@ def part_tls(args, variants_, docroot, outdir, info):
 def explicit_variants(args):
     """The variants named with --variants, with their @base twins."""
     names = args.variants.split(",") if args.variants else []
-    return names + [n + "@base" for n in names] if args.baseline else names
+    labels = (["base"] if args.baseline else []) + [httpd_label(p) for p in args.httpd]
+    return names + ["%s@%s" % (n, l) for n in names for l in labels]
 
 
 def run_part_module(mod, tsv_name, args, variants_, docroot, outdir):
@@ -676,6 +716,10 @@ def main():
     ap.add_argument("--baseline", metavar="DIR",
                     help="another build of our modules (make OUT=DIR all, e.g. of HEAD): each "
                     "variant using them runs beside <name>@base loading them from DIR")
+    ap.add_argument("--httpd", action="append", default=[], metavar="PREFIX",
+                    help="another httpd build (PREFIX/bin/httpd, PREFIX/modules; e.g. an "
+                    "older release from build/compat/build-httpd.sh): each httpd variant runs "
+                    "beside <name>@<version> on it, our modules built with its apxs; repeatable")
     ap.add_argument("--workloads", help="comma list, e.g. ka-500B-c50,close-1M-c500,"
                     "h2-16K-c50-m10 (default: all 12 HTTP/1.1 ones)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds (default 3)")
@@ -774,7 +818,10 @@ def main():
 
     if args.list:
         from mpmng_py.bench import variants
-        for v in variants.load_all():
+        listed = variants.load_all()
+        if args.httpd:
+            listed = with_httpds(listed, args.httpd)
+        for v in listed:
             miss = v.missing()
             print("%-22s %-6s %s%s" % (v.name, v.kind, v.description,
                                        "  [missing %s]" % " ".join(miss) if miss else ""))

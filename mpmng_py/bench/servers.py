@@ -164,6 +164,9 @@ class HttpdServer(Server):
             modules.append("reqtimeout")
         self.h = privhttpd.Httpd(mpm=variant.mpm, port=port, docroot=docroot,
                                  modules=modules, nofile=20000)
+        if variant.httpd_prefix:    # another httpd build (--httpd)
+            self.h.binary = os.path.join(variant.httpd_prefix, "bin", "httpd")
+            self.h.sysmods = os.path.join(variant.httpd_prefix, "modules")
         self.port = self.h.port
         self.dir = self.h.dir
         if tls:

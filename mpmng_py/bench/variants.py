@@ -77,6 +77,7 @@ class Variant:
         self.requires = _subst(self.meta.get("requires", "")).split()
         self.extra = {}  # (part, key) -> text appended by add-ons
         self.out_dir = None  # another build of our modules (with_build)
+        self.httpd_prefix = None  # another httpd build (with_httpd); None: Debian's
         # parts this variant takes part in (None: all)
         self.parts = self.meta.get("parts", "").replace(",", " ").split() or None
         self.named_only = False  # runs only when named in --variants (add-ons)
@@ -116,6 +117,7 @@ class Variant:
         v.modules = self.modules + addon.modules
         v.extra = {k: list(x) for k, x in self.extra.items()}
         v.out_dir = self.out_dir
+        v.httpd_prefix = self.httpd_prefix
         v.parts = addon.parts
         v.named_only = addon.named_only
         for sec in addon.cp.sections():
@@ -129,20 +131,39 @@ class Variant:
         """Loads a module from out/ (ours, built by `make`)."""
         return any(p.startswith(OUR_OUT) for p in self.requires)
 
-    def with_build(self, out_dir, label):
-        """The same variant with our modules taken from another build
-        directory (`make OUT=DIR`), called <name>@<label>: an A/B of two
-        builds in one interleaved run."""
+    def _twin(self, label):
         v = Variant(self.path, self.cp)
         v.__dict__.update({k: (dict(x) if isinstance(x, dict) else x)
                            for k, x in self.__dict__.items()})
         v.name = "%s@%s" % (self.name, label)
         v.order = self.order + 0.25
+        return v
+
+    def with_build(self, out_dir, label):
+        """The same variant with our modules taken from another build
+        directory (`make OUT=DIR`), called <name>@<label>: an A/B of two
+        builds in one interleaved run."""
+        v = self._twin(label)
         v.description = "%s, built in %s" % (self.description, out_dir)
         v.out_dir = out_dir
         v.requires = [_rebase(p, out_dir) for p in self.requires]
         if self.kind == "httpd":
             v.mpm = (self.mpm[0], _rebase(self.mpm[1], out_dir))
+        return v
+
+    def with_httpd(self, prefix, label, out_dir):
+        """The same httpd variant on another httpd build: its binary and
+        modules from prefix (bin/httpd, modules/), ours from out_dir (built
+        with its apxs), called <name>@<label>: mpm_reuseport beside that
+        release's own mpm_event in one interleaved run."""
+        from mpmng_py import privhttpd
+        v = self.with_build(out_dir, label) if self.uses_our_build() else self._twin(label)
+        mods = os.path.join(prefix, "modules")
+        own = lambda p: p.replace(privhttpd.SYSMODS.rstrip(os.sep) + os.sep, mods + os.sep)
+        v.description = "%s, on httpd %s (%s)" % (self.description, label, prefix)
+        v.httpd_prefix = prefix
+        v.mpm = (v.mpm[0], own(v.mpm[1]))
+        v.requires = [own(p) for p in v.requires] + [os.path.join(prefix, "bin", "httpd")]
         return v
 
     def __repr__(self):

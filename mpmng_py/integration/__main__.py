@@ -91,6 +91,10 @@ class CountingResult(unittest.TextTestResult):
 
     def addSkip(self, test, reason):
         unittest.TestResult.addSkip(self, test, reason)
+        if isinstance(test, unittest.case._SubTest):
+            # Its own line: the test's line (after it) says only "ok".
+            self.stream.write("\n%s ... skip: %s\n" % (test.id(), reason))
+            return
         self._set(test, "skip")
         self.outcomes[test.id()] = "skip: " + reason
 
@@ -148,8 +152,9 @@ def main():
     from mpmng_py.integration import common
 
     mpm_path = privhttpd.MPMS.get(common.MPM, (None, "?"))[1]
-    print("integration: MPM %s (%s), %d CPUs, %s network namespace" % (
-        common.MPM, mpm_path, common.NCPU,
+    print("integration: MPM %s (%s), httpd %s (%s), %d CPUs, %s network namespace" % (
+        common.MPM, mpm_path, ".".join(map(str, privhttpd.httpd_version())),
+        privhttpd.APACHE2, common.NCPU,
         "private" if os.environ.get(NETNS_MARK) else "current"), flush=True)
     if not os.path.exists(mpm_path):
         print("warning: %s does not exist (run make first); every test that "

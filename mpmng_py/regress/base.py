@@ -13,7 +13,7 @@ FRAMEWORK = os.path.join(CACHE, "perl-framework")
 PACKAGES_FILE = os.path.join(ROOT, "build", "packages", "regress.txt")
 
 TEST_USER = os.environ.get("REGRESS_USER", "mpmng-regress")
-APXS = "/usr/bin/apxs2"
+APXS = privhttpd.APXS  # MPMNG_APXS: another httpd build's
 SOURCE_SPECS = ["apache2", "apache2=2.4.68-1~deb12u1"]  # newest first
 BASE_PORTS = [8529, 8629, 8729, 8829]  # one per concurrent run, 100 apart
 PATH = "/usr/sbin:/usr/bin:/sbin:/bin"

@@ -52,8 +52,12 @@ def apache_version():
     if _apache_version is None:
         r = run([privhttpd.APACHE2, "-v"], env=privhttpd.server_env())
         m = re.search(r"Server version:\s*(.*)", r.stdout)
-        dpkg = run(["dpkg-query", "-W", "-f=${Version}", "apache2-bin"]).stdout
-        _apache_version = "%s, Debian apache2-bin %s" % (m.group(1) if m else "?", dpkg)
+        if privhttpd.SYSMODS == privhttpd.DEBIAN_MODS:
+            dpkg = run(["dpkg-query", "-W", "-f=${Version}", "apache2-bin"]).stdout
+            origin = "Debian apache2-bin " + dpkg
+        else:
+            origin = privhttpd.APACHE2
+        _apache_version = "%s, %s" % (m.group(1) if m else "?", origin)
     return _apache_version
 
 

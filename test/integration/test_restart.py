@@ -9,7 +9,7 @@ import time
 
 from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, H2Clients,
                                          HttpdTestCase, ResponseReader, Wrk, connect, http_get,
-                                         mpm_directives, needs_modules,
+                                         h2c_file_directives, mpm_directives, needs_modules,
                                          request_bytes,
                                          reset_delta, reuseport_only, tcp_counters, wait_for_log)
 
@@ -323,7 +323,8 @@ class BusyHttp2(HttpdTestCase):
         such a connection kept its old child until GracefulShutdownTimeout
         (none by default: for ever)."""
         size = 16385
-        h = self.httpd(conf(2) + "Protocols h2c http/1.1\n", modules=("http2",),
+        h = self.httpd(conf(2) + "Protocols h2c http/1.1\n" + h2c_file_directives(),
+                       modules=("http2",),
                        files={"f.bin": os.urandom(size)})
         old_kids = set(h.wait_children(2))
         self.wait_workers(h, 64)

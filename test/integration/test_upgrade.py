@@ -15,7 +15,8 @@ import unittest
 
 from mpmng_py import privhttpd
 from mpmng_py.integration.common import (CGI_BODY, H2_RACE_LOST, H2Clients, HttpdTestCase,
-                                         ResponseReader, Wrk, connect, mpm_directives,
+                                         ResponseReader, Wrk, connect, h2c_file_directives,
+                                         mpm_directives,
                                          needs_modules, request_bytes,
                                          reset_delta, reuseport_only, tcp_counters,
                                          wait_for_log)
@@ -369,7 +370,8 @@ class BinaryUpgrade(HttpdTestCase):
         sent again on a new connection, as RFC 9113 6.8 allows), and the old
         servers leave well before GracefulShutdownTimeout (20 s)."""
         size = 16385
-        h = self.httpd(conf(2, "Protocols h2c http/1.1\n"), modules=("http2",),
+        h = self.httpd(conf(2, "Protocols h2c http/1.1\n" + h2c_file_directives()),
+                       modules=("http2",),
                        files={"f.bin": os.urandom(size)})
         self.wait_workers(h, 64)
         clients = H2Clients(h.host, h.port, "/f.bin", size).start()

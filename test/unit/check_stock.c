@@ -47,7 +47,9 @@ enum { THREADS = 4, ROUNDS = 20000, STOCK = 3 };
 typedef struct {
     rp_stock *st;
     uintptr_t base;
-    int created;
+    int created;        /* made here, less those destroyed here */
+    uintptr_t serial;   /* names made here: never reused (a pool made here
+                           may be destroyed by another thread) */
 } churn_arg;
 
 static void *churn(void *p)
@@ -58,7 +60,8 @@ static void *churn(void *p)
     for (i = 0; i < ROUNDS; i++) {
         void *pool = rp_stock_take(a->st);
         if (!pool) {
-            pool = (void *)(a->base + (uintptr_t)++a->created);
+            pool = (void *)(a->base + ++a->serial);
+            a->created++;
         }
         if (!rp_stock_give(a->st, pool)) {
             a->created--;       /* "destroyed": it must never come back */
@@ -76,7 +79,7 @@ START_TEST(concurrent_use_loses_and_duplicates_nothing)
     int k, n = 0, alive = 0, i, j;
 
     for (k = 0; k < THREADS; k++) {
-        a[k] = (churn_arg){ st, (uintptr_t)(k + 1) << 24, 0 };
+        a[k] = (churn_arg){ st, (uintptr_t)(k + 1) << 24, 0, 0 };
         pthread_create(&t[k], NULL, churn, &a[k]);
     }
     for (k = 0; k < THREADS; k++) {

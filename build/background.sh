@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs a command at the machine's lowest CPU and I/O priority, so that it
 # uses the CPU time other work leaves and slows that work as little as it
-# can: `make check` cross-builds Windows this way while the Linux stages run.
+# can: `make check` cross-builds Windows and the older httpd releases
+# (build/compat/) this way while the Linux stages run.
 #
-#   build/win/background.sh LOG COMMAND...
+#   build/background.sh LOG COMMAND...
 #
 # Returns at once and prints the PID of the command, which leads a session
 # and process group of its own (kill -- -PID ends it with its children).
