@@ -188,7 +188,7 @@ intree:
 # The older httpd releases LTS distributions ship (2.4.37 RHEL 8, 2.4.52
 # Ubuntu 22.04, 2.4.58 Ubuntu 24.04, 2.4.62 RHEL 9): each built from its
 # tarball in MPMNG_HTTPD_SOURCES (default ../shared/httpd-src; kept in
-# ~/.cache/mpm-ng/httpd), our modules built with its apxs without a warning,
+# /var/cache/mpm-ng/httpd), our modules built with its apxs without a warning,
 # the whole integration suite, the upgrade to Debian's apache2 under load
 # and httpd's regression suite against that release's mpm_event
 # (mpmng_py/compat).  make check runs the integration tests of what differs.

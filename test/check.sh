@@ -65,7 +65,7 @@ if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
 fi
 
 # The older httpd releases of the compat stage (build/compat/, about 2
-# minutes of CPU each on a machine without them in ~/.cache/mpm-ng/httpd)
+# minutes of CPU each on a machine without them in /var/cache/mpm-ng/httpd)
 # build the same way; the compat stage waits for the one still building.
 COMPAT_BUILD_PID=
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
@@ -156,6 +156,9 @@ else
     stage win-build build/win/build.sh; rc=$?
     echo "--- the background build's log:"; cat "$LOG/win-build.log"
     WIN_BUILD_PID=
+    # Built from the newest httpd source Debian offers (deb-src is on now).
+    stage win-pin python3 test/build/check_win_pin.py
+    count_rc $?
     if [ "$rc" -eq 0 ]; then
         # The background build's wineserver (gen_test_char ran under wine)
         # lives in the idle cgroup: the tests must start their own.

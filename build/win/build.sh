@@ -211,7 +211,7 @@ sources_key() {  # $1 = directory, rest = extra dirs: names and hashes of their 
 part_key() {  # $1 = stock|ng|fhcache
   case "$1" in
     stock)   { echo "$DEPS_KEY"; hash_files "$HERE/httpd.sh" "$PATCHES/httpd-2.4.68.patch"
-               echo "$HTTPD_SOURCE"; } | hash_text ;;
+               echo "$HTTPD_SOURCE build-info $BUILD_INFO_FORMAT"; } | hash_text ;;
     ng)      { echo "${KEYS[stock]}"; sources_key "$MPM_DIR" "$COMMON_DIR" "$COMMON_INC"; } \
                | hash_text ;;
     fhcache) { echo "${KEYS[ng]}"; sources_key "$FHC_DIR" "$COMMON_DIR" "$COMMON_INC"; } \
@@ -235,12 +235,17 @@ httpd_tree() {  # the patched httpd source, once per stock key
   touch "$SRC_HTTPD/.patched"
 }
 
+# What was built from what: the inputs by name and hash (Debian source
+# packages, the checkout's files), never this machine's paths.  dist.sh
+# finds httpd's tarball by its name in $SRC.
+BUILD_INFO_FORMAT=2
 write_build_info() {  # $1 = prefix, $2 = part, $3 = key, $4 = MPM sources (ng)
   local lib
   { echo "part=$2"; echo "key=$3"; echo "deps_key=$DEPS_KEY"
     echo "mpm_module=mpm_winnt$([ "$2" = ng ] && echo _ng)_module"
-    echo "httpd_source=$SRC/$(awk '{print $2}' <<<"$HTTPD_SOURCE")"
-    [ -z "$4" ] || echo "mpm_sources=$4"
+    echo "httpd_source=$(awk '{print $1}' <<<"$HTTPD_SOURCE")"
+    echo "httpd_tarball=$(awk '{print $2 " sha256 " $3}' <<<"$HTTPD_SOURCE")"
+    [ -z "$4" ] || echo "mpm_sources=${4//$REPO\//}"
     echo "modules=$(built_modules "$1")"
     for lib in $LIB_ORDER; do echo "lib_$lib=$(recipe_var "$lib" SOURCE | awk '{print $1}')"; done
   } > "$1/build-info.txt"

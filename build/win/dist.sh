@@ -23,6 +23,8 @@ DEST=${1:-$REPO/out/win}
 NG=$HERE/out/ng
 FHC=$HERE/out/fhcache
 FILES=$HERE/dist
+# Debian source packages build.sh fetched (its MPMNG_WIN_SRC)
+WIN_SRC=${MPMNG_WIN_SRC:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mpm-ng/win-src}
 
 die() { echo "dist.sh: $*" >&2; exit 1; }
 
@@ -58,7 +60,7 @@ done
 cp -L "$FHC/mod_fhcache.so" "$a/modules/"
 cp -rL "$(readlink -f "$HERE/out/deps")/licenses/." "$a/licenses/"
 # httpd's own LICENSE and NOTICE, from the source it was built from
-tarball=$(sed -n 's/^httpd_source=//p' "$NG/build-info.txt")
+tarball=$WIN_SRC/$(sed -n 's/^httpd_tarball=\([^ ]*\).*/\1/p' "$NG/build-info.txt")
 [ -f "$tarball" ] || die "httpd's source $tarball (build-info.txt) is gone: run build/win/build.sh"
 tar -xzf "$tarball" -C "$a" --strip-components=1 "httpd-$version/LICENSE" \
     "httpd-$version/NOTICE" || die "no LICENSE and NOTICE in $tarball"
@@ -76,6 +78,10 @@ cp -L "$(readlink -f "$HERE/out/deps")/conf/openssl.cnf" "$a/conf/"
 sed 's/$/\r/' "$FILES/ReadMe.txt" > "$a/ReadMe.txt"
 { echo "httpd $version with mpm_winnt_ng, built by mpm-ng's build/win/build.sh"
   echo "dist_key=$key"; cat "$NG/build-info.txt"; } > "$a/build-info.txt"
+# It names the inputs, not where this machine keeps them.
+if grep -n -e "$REPO" -e "$WIN_SRC" -e "${HOME:-/root}/" "$a/build-info.txt" >&2; then
+    die "build-info.txt names this machine's paths (above): build/win/build.sh write_build_info"
+fi
 
 mkdir -p "$DEST"
 rm -f "$zip" "$zip.key"

@@ -1,13 +1,13 @@
 """mpm-ng on older httpd releases: build each, build our modules with its
 apxs, and test them there.
 
-    python3 -m mpmng_py.compat [--short] [--only 2.4.37]... [--no-regress]
+    python3 -m mpmng_py.compat [--short] [--only 2.4.37]... [--no-regress] [--no-integration]
 
 For each httpd-2.4.N.tar.gz that build/compat/sources.sh finds
 (MPMNG_HTTPD_SOURCES, default ../shared/httpd-src beside the checkout):
 
 1. build that httpd with Debian's APR, PCRE, OpenSSL and nghttp2
-   (build/compat/build-httpd.sh, kept by key in ~/.cache/mpm-ng/httpd);
+   (build/compat/build-httpd.sh, kept by key in /var/cache/mpm-ng/httpd);
 2. build mod_mpm_reuseport.so and mod_fhcache.so with its apxs into
    out/compat/<version>/: any compiler warning fails the version;
 3. the integration suite against that httpd (APACHE2, MPMNG_SYSMODS,
@@ -42,7 +42,6 @@ SHORT_TESTS = [
     "test_tls_h2.Http2.",                               # HTTP/2: windows, restarts, stops
     "test_lifecycle.GracefulRestart.", "test_lifecycle.Stop.", "test_lifecycle.Restart.",
     "test_upgrade.BinaryUpgrade.test_an_upgrade_to_another",    # to Debian's 2.4.71
-    "test_upgrade.BinaryUpgrade.test_http2_connections_cross",
     "test_fhcache.FHCache_reuseport.",
 ]
 UPGRADE_TO = "/usr/sbin/apache2"
@@ -157,21 +156,25 @@ def regress(v):
     framework = os.path.join(ROOT, "out", "regress", "cache", "perl-framework")
     if os.path.isdir(framework):
         env.setdefault("REGRESS_FRAMEWORK_SRC", framework)
-    run_logged([os.path.join(ROOT, "test", "regress", "run.sh"), "event", "reuseport",
-                "--with-fhcache"], logfile, env=env,
-               echo=r"regressions\)|^regress: \d|  - t/|Error")
+    rc = run_logged([os.path.join(ROOT, "test", "regress", "run.sh"), "event", "reuseport",
+                     "--with-fhcache"], logfile, env=env,
+                    echo=r"regressions\)|^regress: (event|reuseport)|Error|commented out")
     with open(logfile) as f:
         text = f.read()
-    m = re.findall(r"^regress: (\d+) passed, (\d+) failed", text, re.M)
-    if not m:
-        v.fail("the regression suite printed no summary (%s)" % logfile)
+    # What counts is each comparison's regressions: files that fail with
+    # both MPMs of a release (its suite is Debian's newer one) are listed
+    # by the runner, not ours to count.
+    counts = [int(n) for n in re.findall(r"\(regressions\): (\d+)$", text, re.M)]
+    if rc not in (0, 1) or len(counts) != 3:
+        v.fail("the regression suite did not compare three runs (exit %d, %s)" % (rc, logfile))
         return
-    p, f = map(int, m[-1])
-    v.passed += p
-    v.failed += f
-    log("%s: regress: %d passed, %d failed (%s)" % (v.name, p, f, logfile))
-    if f:
-        v.notes.append("FAILED: regression suite (%s)" % logfile)
+    for n in counts:
+        if n:
+            v.fail("%d regression(s) in httpd's suite (%s)" % (n, logfile))
+        else:
+            v.passed += 1
+    log("%s: regress: event vs reuseport, event vs event+fhcache, reuseport vs "
+        "reuseport+fhcache: %s regressions (%s)" % (v.name, "/".join(map(str, counts)), logfile))
 
 
 def main():
@@ -182,6 +185,7 @@ def main():
     ap.add_argument("--only", action="append", default=[], metavar="VERSION",
                     help="only this release (2.4.N); may be repeated")
     ap.add_argument("--no-regress", action="store_true", help="skip httpd's regression suite")
+    ap.add_argument("--no-integration", action="store_true", help="skip the integration suite")
     args = ap.parse_args()
 
     tarballs = subprocess.run([os.path.join(BUILD, "sources.sh")], capture_output=True,
@@ -201,7 +205,8 @@ def main():
         os.makedirs(v.out, exist_ok=True)
         t0 = time.monotonic()
         if build_httpd(v) and build_modules(v):
-            integration(v, args.short)
+            if not args.no_integration:
+                integration(v, args.short)
             if not (args.short or args.no_regress):
                 regress(v)
         log("%s: %d passed, %d failed in %.0f s" % (v.name, v.passed, v.failed,

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from mpmng_py import privhttpd
+from mpmng_py.regress import oldconf
 from mpmng_py.regress.base import (APXS, FHCACHE_CONF, FHCACHE_SO, FRAMEWORK, MULTICAST_LOADS,
                                    NETNS_SETUP, PATH, RESULTS, REUSEPORT_CONF, STALL, STOCK,
                                    SetupError, log)
@@ -58,6 +59,7 @@ class MpmRun:
         self.timed_out = False
         self.progress = []  # (seconds since start, test file)
         self.so_sha = None
+        self.trimmed = []   # template lines this httpd release cannot parse
 
     def as_user(self, cmd):
         if self.user:
@@ -119,6 +121,22 @@ class MpmRun:
         if r.returncode != 0:
             raise SetupError("%s: perl Makefile.PL failed:\n%s" % (
                 self.mpm, (r.stdout + r.stderr)[-3000:]))
+        self.trimmed = oldconf.trim_unparsed(self, self.configure, lambda: self.syntax_check(httpd))
+
+    def configure(self):
+        """t/conf generated from its templates, nothing run."""
+        r = run(self.as_user(self.env_cmd() + ["t/TEST", "-configure"]), cwd=self.fw,
+                stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise SetupError("%s: t/TEST -configure failed:\n%s" % (
+                self.mpm, (r.stdout + r.stderr)[-3000:]))
+
+    def syntax_check(self, httpd):
+        """httpd -t on the generated configuration, as Apache::Test starts it."""
+        t = os.path.join(self.fw, "t")
+        return run(self.as_user(self.env_cmd() + [
+            httpd, "-d", t, "-f", os.path.join(t, "conf", "httpd.conf"),
+            "-D", "APACHE2", "-D", "APACHE2_4", "-t"]), cwd=self.fw, stdin=subprocess.DEVNULL)
 
     def snapshot(self, path):
         """A copy of one of our modules, readable by the test user and
