@@ -46,6 +46,7 @@ UNIT_TESTS := $(patsubst test/unit/%.c,$(OBJ)/test/%,$(wildcard test/unit/check_
 
 .PHONY: all check unit unit-run fuzz integration regress deps demo demo-stop install \
         uninstall bench clean win win-dist win-check win-regress win-bench deb intree soak \
+        check-stress \
         compat FORCE
 
 all: $(RP_SO) $(FHC_SO)
@@ -139,6 +140,18 @@ soak:
 	@build/deps.sh base test
 	@$(MAKE) --no-print-directory all
 	python3 -m mpmng_py.soak --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
+
+# The timing-sensitive tests (restarts, stops, upgrades, signals, idle
+# memory, slow clients: mpmng_py/integration/stress.py) STRESS_REPEAT times
+# and the soak as often (STRESS_SOAK_SECONDS each), beside STRESS_HOGS
+# busy loops; each test's failure rate (test/stress/run.sh).  make check
+# runs a few rounds of the restart, stop and signal tests.
+STRESS_REPEAT ?= 50
+STRESS_HOGS ?= 2
+check-stress:
+	@build/deps.sh base test
+	@$(MAKE) --no-print-directory all
+	STRESS_REPEAT=$(STRESS_REPEAT) STRESS_HOGS=$(STRESS_HOGS) test/stress/run.sh
 
 regress:
 	@build/deps.sh base test regress

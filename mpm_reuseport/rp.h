@@ -4,6 +4,9 @@
  *   rp_config.c          directives, pre_config/check_config
  *   rp_settings.c/.h     pure resolution of directive values into limits
  *   rp_listen.c          per-bucket SO_REUSEPORT listeners kept across restarts
+ *   rp_inherit.c/.h      listening sockets handed to this start (an upgrade,
+ *                        systemd's store), taken by address
+ *   rp_forkguard.c/.h    others' forks of the parent let go of our sockets
  *   rp_steer.c           which bucket socket the kernel gives a connection
  *   rp_affinity.c        ReusePortCPUAffinity: pinning, the locality sample
  *   rp_cpumap.c/.h       which CPUs serve which bucket (pure)
@@ -13,6 +16,7 @@
  *   rp_sdnotify.c/.h     systemd's notification socket: the store's
  *                        transport, the main pid after an upgrade
  *   rp_parent.c          the parent: children per bucket, maintenance, restarts
+ *   rp_crash.c/.h        a fatal signal's report in the error log
  *   rp_relief.c          which stuck bucket needs another child (the parent
  *                        starts it): the glue of rp_relief_rule
  *   rp_relief_rule.c/.h  when a bucket is stuck (pure)
@@ -25,6 +29,8 @@
  *   rp_loop.c/.h         the event loop: pollers, slots, parking, timer
  *                        queues
  *   rp_accept.c/.h       accepting, by the leading worker
+ *   rp_refuse.c/.h       a graceful stop refuses new connections before
+ *                        the last copies of the listeners close
  *   rp_balance.c/.h      children of a bucket share it: when to pause (the
  *                        glue of rp_balance_rule)
  *   rp_balance_rule.c/.h a child's share of its bucket (pure)
@@ -128,18 +134,18 @@ int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp);
 int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                     server_rec *s);
 
-/* rp_listen.c: the buckets' sockets.  Callers: mod_mpm_reuseport.c
- * (open_logs), rp_parent.c (close_all, stop_deferring, forking_own_child,
- * the note), rp_child.c (close_other_buckets), rp_config.c (disarm),
- * rp_upgrade.c (fds, forking_own_child). */
+/* rp_listen.c: the buckets' sockets, the one owner of the set of
+ * listeners: it takes those handed to this start (rp_inherit.c) before it
+ * binds any, hands them to systemd's store (rp_sdstore.c) and guards them
+ * from others' forks (rp_forkguard.c).  Callers: mod_mpm_reuseport.c
+ * (open_logs), rp_parent.c (close_all, stop_deferring, fds for an
+ * upgrade), rp_child.c (close_other_buckets). */
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
 /* Every listener socket's number (ints in p): all addresses, all buckets. */
 apr_array_header_t *rp_listen_fds(apr_pool_t *p);
 void rp_listen_close_other_buckets(int keep_bucket);
 void rp_listen_close_all(void);
 void rp_listen_stop_deferring(void);
-void rp_listen_forking_own_child(int on);
-void rp_listen_disarm_fork_hygiene(void);
 extern const char *rp_listen_note;   /* why fewer buckets, if so */
 
 /* rp_steer.c: new connections go to the current generation's buckets.
@@ -227,7 +233,7 @@ void rp_bstats_locality(int bucket, int local);
  * post_read_request hook). */
 void rp_child_main(int slot, int bucket) __attribute__((noreturn));
 int rp_child_post_read_request(request_rec *r);
-void rp_child_install_early_signals(void); /* right after fork */
+void rp_child_install_early_signals(pid_t parent); /* right after fork */
 
 /* rp_conn.c: a worker's connection is forgotten before it closes (the
  * pre_close_connection hook, registered by mod_mpm_reuseport.c). */

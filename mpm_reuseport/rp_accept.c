@@ -6,6 +6,7 @@
  * child per connection). */
 #include "rp_accept.h"
 #include "rp_balance.h"
+#include "rp_refuse.h"
 
 #include "apr_atomic.h"
 
@@ -114,8 +115,51 @@ static void drain_once_locked(void)
     }
 }
 
+/* New connections are refused (rp_refuse.c: ours are the last copies):
+ * what is queued and the handshakes under way are all that will come.
+ * Take them, looking again while handshakes are pending (an RTT, or a
+ * deferred accept's request data), for at most RP_HANDSHAKES_WAIT. */
+#define RP_HANDSHAKES_WAIT apr_time_from_sec(1)
+#define RP_HANDSHAKES_LOOK apr_time_from_msec(5)
+
+static int handshakes_pending_locked(void)
+{
+    int fds[64], i, n = acc.nlisteners < 64 ? acc.nlisteners : 64;
+
+    for (i = 0; i < n; i++) {
+        fds[i] = acc.listeners[i].fd;
+    }
+    return rp_refuse_handshakes_pending(fds, n);
+}
+
+static void drain_refused_locked(int (*may_take)(void))
+{
+    apr_time_t end = apr_time_now() + RP_HANDSHAKES_WAIT;
+
+    while (may_take()) {
+        int pending;
+
+        drain_once_locked();
+        pending = handshakes_pending_locked();
+        if (pending == 0) {
+            drain_once_locked();    /* those that finished since */
+            return;
+        }
+        if (pending < 0 || apr_time_now() >= end) {
+            apr_sleep(RP_DRAIN_PAUSE);  /* cannot tell, or too long: as before */
+            drain_once_locked();
+            return;
+        }
+        apr_sleep(RP_HANDSHAKES_LOOK);
+    }
+}
+
 static void drain_locked(int (*may_take)(void))
 {
+    if (rp_refuse_in_effect()) {
+        drain_refused_locked(may_take);
+        return;
+    }
     if (may_take()) {
         drain_once_locked();
         apr_sleep(RP_DRAIN_PAUSE);

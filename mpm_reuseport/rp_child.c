@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* RP_BRIEF: graceful for RP_BRIEF_GRACE (rp.h), then ungraceful. */
@@ -52,6 +53,8 @@ static struct {
     apr_time_t retired_at;      /* a graceful stop began then */
     volatile int draining;      /* answers carry Connection: close */
     volatile int starter_may_exit;
+    pid_t parent;               /* the parent that forked this child */
+    volatile sig_atomic_t parent_gone;
 } rp_child;
 
 /* ---- exit ------------------------------------------------------------ */
@@ -275,6 +278,7 @@ static void publish_counts(void)
 static int retiring(void)
 {
     return rp_child.mode == RP_GRACEFUL && !rp_child.got_sigterm
+           && !rp_child.parent_gone
            && apr_time_now() < rp_child.retired_at + RP_RETIRING_KEEP
            && ap_scoreboard_image->global->running_generation
               == rp_state->mpm->my_generation;
@@ -534,12 +538,59 @@ static void stop_threads(rp_stop_mode mode)
     }
 }
 
+/* ---- a parent that is gone ---------------------------------------------
+ * Killed or crashed, it no longer maintains or stops this child, whose
+ * listening sockets would go on sharing the port with the next server's
+ * (SO_REUSEPORT: the kernel would give them a share of its connections,
+ * old code and configuration serving them).  The kernel tells us
+ * (PR_SET_PDEATHSIG, reset by the change of user, so set after it): the
+ * child stops as for a graceful stop. */
+#define RP_PARENT_GONE_SIGNAL SIGUSR2
+
+static void note_parent_gone(int sig)
+{
+    (void)sig;
+    rp_child.parent_gone = 1;
+    rp_loop_wakeup();           /* an eventfd write: signal-safe */
+}
+
+static void watch_parent(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = note_parent_gone;   /* no SA_RESTART: the pod read returns */
+    sigemptyset(&sa.sa_mask);
+    sigaction(RP_PARENT_GONE_SIGNAL, &sa, NULL);
+#ifdef PR_SET_PDEATHSIG
+    (void)prctl(PR_SET_PDEATHSIG, RP_PARENT_GONE_SIGNAL);
+#endif
+    if (getppid() != rp_child.parent) {
+        rp_child.parent_gone = 1;       /* before the line above */
+    }
+}
+
+static void log_parent_gone(void)
+{
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, RP_LOG_TAG
+                 "the parent (pid %" APR_PID_T_FMT ") is gone: this child "
+                 "(slot %d) stops accepting and ends once its connections "
+                 "are done; start the server again", rp_child.parent,
+                 rp_child.slot);
+}
+
 static rp_stop_mode wait_for_stop(void)
 {
     ap_pod_t *pod = rp_buckets[rp_child.bucket].pod;
 
     for (;;) {
-        int rv = ap_mpm_podx_check(pod);
+        int rv;
+
+        if (rp_child.parent_gone) {
+            log_parent_gone();
+            return RP_GRACEFUL;
+        }
+        rv = ap_mpm_podx_check(pod);
         if (rv == AP_MPM_PODX_GRACEFUL) {
             return RP_GRACEFUL;
         }
@@ -622,15 +673,18 @@ void rp_child_main(int slot, int bucket)
     }
     else {
         catch_sigterm();
+        watch_parent();
         unblock(SIGTERM);
+        unblock(RP_PARENT_GONE_SIGNAL);
         mode = wait_for_stop();
     }
     stop_threads(mode);
     child_exit(0);
 }
 
-void rp_child_install_early_signals(void)
+void rp_child_install_early_signals(pid_t parent)
 {
+    rp_child.parent = parent;
     apr_signal(SIGCHLD, SIG_DFL);   /* the parent's wake-up handler */
     apr_signal(SIGTERM, die_now);
 }

@@ -1,5 +1,6 @@
 /* Directives and the configuration phases (pre_config, check_config). */
 #include "rp.h"
+#include "rp_forkguard.h"
 #include "rp_sdstore.h"
 #include "rp_upgrade.h"
 #include "rp_spool.h"
@@ -196,7 +197,7 @@ int rp_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
         rp_upgrade_pre_config(ap_pglobal);
         rp_sdstore_pre_config(ap_pglobal);
     }
-    rp_listen_disarm_fork_hygiene();
+    rp_forkguard_disarm();
     detach_once(pconf);
 
     /* Never used (no accept lock is needed), but configurations written for

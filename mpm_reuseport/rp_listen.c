@@ -5,18 +5,15 @@
  * per extra bucket.  Extra sockets are retained across restarts so a graceful
  * restart never closes a socket that has connections queued. */
 #include "rp.h"
+#include "rp_forkguard.h"
+#include "rp_inherit.h"
 #include "rp_sdstore.h"
-#include "rp_upgrade.h"
 
 #include "apr_strings.h"
 
 #include <netinet/in.h>
-#include <pthread.h>
-#include <unistd.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <fcntl.h>
 
 const char *rp_listen_note;
 
@@ -102,7 +99,7 @@ static int bind_primaries(apr_pool_t *p, int reuseport)
         if (lr->active) {
             continue; /* inherited from the previous generation */
         }
-        if ((adopted = rp_upgrade_adopt(lr->bind_addr, p))) {
+        if ((adopted = rp_inherit_take(lr->bind_addr, p))) {
             apr_socket_close(lr->sd);   /* made unbound by core */
             lr->sd = adopted;           /* a server before us bound it */
             lr->active = 1;
@@ -192,7 +189,7 @@ static apr_status_t size_dup(rp_dup *d, int want)
         d->socks = socks;
         for (i = d->count; i < want - 1; i++) {
             apr_sockaddr_t *sa = d->primary->bind_addr;
-            if ((socks[i] = rp_upgrade_adopt(sa, d->pool))) {
+            if ((socks[i] = rp_inherit_take(sa, d->pool))) {
                 continue;   /* a server before us bound it */
             }
             if ((rv = apr_socket_create(&socks[i], sa->family, SOCK_STREAM,
@@ -336,98 +333,22 @@ static int set_nonblocking(apr_pool_t *p)
     return 0;
 }
 
-/* ---- fork hygiene -------------------------------------------------------
- * Core's ap_close_listeners(), which modules call in processes they fork
- * from the parent (mod_cgid's daemon, ...), does not know our extra bucket
- * sockets.  Such a process would hold them open: a socket we close (fewer
- * buckets, graceful stop) would keep accepting into a queue nobody serves.
- * So every fork of the parent other than our own children lets them go,
- * each only if its number is still that socket (device and inode).  The
- * number is not closed but pointed at /dev/null: APR still holds it for
- * the socket and closes it before an exec (its child cleanup), so a number
- * freed here and reused (mod_cgid's daemon put a script's request body on
- * a pipe under it) would lose that pipe in the script it starts. */
-typedef struct {
-    int fd;
-    dev_t dev;
-    ino_t ino;
-} rp_dup_fd;
-static rp_dup_fd *dup_fds;
-static int dup_fd_count;
-static volatile int forking_own_child;
-static int fork_from_parent;
-static pid_t parent_pid;
-
-static void before_fork(void)
+/* Our bucket sockets, which forks of the parent other than ours let go
+ * (rp_forkguard.c). */
+static void guard_dup_fds(apr_pool_t *pconf)
 {
-    fork_from_parent = getpid() == parent_pid && !forking_own_child;
-}
-
-static int still_that_socket(const rp_dup_fd *d)
-{
-    struct stat st;
-
-    return fstat(d->fd, &st) == 0 && st.st_dev == d->dev && st.st_ino == d->ino;
-}
-
-static void in_forked_child(void)
-{
-    int i, null_fd;
-
-    if (fork_from_parent && dup_fd_count
-        && (null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
-        for (i = 0; i < dup_fd_count; i++) {
-            if (still_that_socket(&dup_fds[i])) {
-                (void)dup3(null_fd, dup_fds[i].fd, O_CLOEXEC);
-            }
-        }
-        close(null_fd);
-    }
-    fork_from_parent = 0;
-}
-
-static void remember_dup_fds(apr_pool_t *pconf)
-{
-    static int registered;
+    apr_array_header_t *fds = apr_array_make(pconf, 8, sizeof(int));
     rp_dup *d;
-    int i, n = 0;
+    int i, fd;
 
-    for (d = rp_state->dups; d; d = d->next) {
-        n += d->count;
-    }
-    dup_fds = apr_palloc(pconf, (n ? n : 1) * sizeof(*dup_fds));
-    dup_fd_count = 0;
     for (d = rp_state->dups; d; d = d->next) {
         for (i = 0; i < d->count; i++) {
-            rp_dup_fd *r = &dup_fds[dup_fd_count];
-            struct stat st;
-            if (apr_os_sock_get(&r->fd, d->socks[i]) == APR_SUCCESS
-                && fstat(r->fd, &st) == 0) {
-                r->dev = st.st_dev;
-                r->ino = st.st_ino;
-                dup_fd_count++;
+            if (apr_os_sock_get(&fd, d->socks[i]) == APR_SUCCESS) {
+                APR_ARRAY_PUSH(fds, int) = fd;
             }
         }
     }
-    parent_pid = getpid();
-    if (!registered) {
-        /* Our DSO stays loaded (rp_pin_module), so these stay valid. */
-        pthread_atfork(before_fork, NULL, in_forked_child);
-        registered = 1;
-    }
-}
-
-/* Until open_logs re-arms it: forks during configuration (detaching from
- * the terminal) continue as the parent and must keep every socket. */
-void rp_listen_disarm_fork_hygiene(void)
-{
-    dup_fd_count = 0;
-    parent_pid = 0;
-}
-
-void rp_listen_forking_own_child(int on)
-{
-    forking_own_child = on;
+    rp_forkguard_arm(pconf, fds);
 }
 
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
@@ -465,9 +386,9 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
               "listener per address"
             : "ReusePort off: one shared listener per address";
     }
-    remember_dup_fds(pconf);
+    guard_dup_fds(pconf);
     if (startup) {
-        rp_upgrade_close_unadopted();
+        rp_inherit_close_rest();
     }
     rp_sdstore_keep(rp_listen_fds(pconf));
     return 0;
@@ -534,5 +455,5 @@ void rp_listen_close_all(void)
     for (d = rp_state->dups; d; d = d->next) {
         size_dup(d, 1);
     }
-    dup_fd_count = 0;   /* those numbers may be reused from now on */
+    rp_forkguard_disarm();  /* those numbers may be reused from now on */
 }

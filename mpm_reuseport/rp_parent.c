@@ -2,6 +2,11 @@
  * number of children per bucket to the idle-thread targets, replaces dead
  * children at once, and runs restarts and stops. */
 #include "rp.h"
+#include "rp_crash.h"
+#include "rp_forkguard.h"
+#include "rp_inherit.h"
+#include "rp_refuse.h"
+#include "rp_sdstore.h"
 #include "rp_upgrade.h"
 
 #include "apr_signal.h"
@@ -62,7 +67,7 @@ static void note_child_started(int slot, pid_t pid, int bucket)
 
 static int make_child(int slot, int bucket)
 {
-    pid_t pid;
+    pid_t pid, parent;
 
     if (slot + 1 > rp_state->max_daemons_limit) {
         rp_state->max_daemons_limit = slot + 1;
@@ -71,9 +76,10 @@ static int make_child(int slot, int bucket)
         note_child_started(slot, getpid(), 0);
         rp_child_main(slot, 0);
     }
-    rp_listen_forking_own_child(1);
+    rp_forkguard_own_fork(1);
+    parent = getpid();
     pid = fork();
-    rp_listen_forking_own_child(0);
+    rp_forkguard_own_fork(0);
     if (pid == -1) {
         ap_log_error(APLOG_MARK, APLOG_ERR, errno, ap_server_conf, RP_LOG_TAG
                      "fork failed: check memory and the process limit");
@@ -81,8 +87,9 @@ static int make_child(int slot, int bucket)
         return -1;
     }
     if (pid == 0) {
+        rp_crash_in_child(slot);
         mpmng_thread_after_fork();
-        rp_child_install_early_signals();
+        rp_child_install_early_signals(parent);
         rp_child_main(slot, bucket);
     }
     note_child_started(slot, pid, bucket);
@@ -406,7 +413,7 @@ static void server_main_loop(void)
         }
         update_max_daemons_used();
         rp_gen_hand_over_when_ready();
-        if (rp_upgrade_step(rp_gen_accepting_everywhere)) {
+        if (rp_upgrade_step(rp_gen_accepting_everywhere, rp_listen_fds)) {
             /* Taken over by a new server: stop as SIGWINCH would. */
             rp_state->mpm->shutdown_pending = 1;
             rp_state->mpm->is_ungraceful = 0;
@@ -465,6 +472,14 @@ static int stop_now(void)
     return DONE;
 }
 
+/* Whether another process keeps the listening sockets after this server:
+ * a binary upgrade's new server (taking over, or started and not yet
+ * ready), or systemd's file descriptor store. */
+static int sockets_outlive_us(int taken_over)
+{
+    return taken_over || rp_upgrade_waiting() || rp_sdstore_keeps_copies();
+}
+
 static int stop_gracefully(void)
 {
     apr_time_t cutoff = ap_graceful_shutdown_timeout
@@ -474,6 +489,9 @@ static int stop_gracefully(void)
     /* Taken over: the sockets and the PidFile are the new server's. */
     if (!taken_over) {
         rp_listen_stop_deferring();
+    }
+    if (!sockets_outlive_us(taken_over)) {
+        rp_refuse_new_connections();    /* the children's closes are the last */
     }
     rp_listen_close_all();
     /* No generation runs on: the children move their clients on at once
@@ -532,9 +550,26 @@ static void wake_on_child_exit(int sig)
     (void)sig;
 }
 
+/* The signals an operator sends through the PidFile (apachectl graceful,
+ * mpmng-upgrade, ...) are handled before the PidFile names this process:
+ * until then SIGUSR1, SIGUSR2 or SIGWINCH would end it with their default
+ * action, silently (stock MPMs write it first: a graceful restart sent
+ * right after a start killed 17 of 20 parents here, mpm_event's too). */
+static void set_signals(void)
+{
+    ap_unixd_mpm_set_signals(rp_pconf, rp_one_process);
+    if (!rp_one_process) {
+        apr_signal(SIGCHLD, wake_on_child_exit);
+        rp_upgrade_setup_signal();
+        rp_crash_install();
+    }
+}
+
 int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
 {
     (void)pconf;
+    set_signals();
+    rp_refuse_setup();
     ap_log_pid(rp_pconf, ap_pid_fname);
     if (!rp_state->mpm->was_graceful) {
         if (ap_run_pre_mpm(s->process->pool, SB_SHARED) != OK) {
@@ -547,11 +582,6 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     if (!rp_one_process && rp_gen_open_pods()) {
         return !OK;
     }
-    ap_unixd_mpm_set_signals(rp_pconf, rp_one_process);
-    if (!rp_one_process) {
-        apr_signal(SIGCHLD, wake_on_child_exit);
-        rp_upgrade_setup_signal();
-    }
     size_spawn_rates();
     /* New children start at once; on a graceful restart the previous
      * generation accepts until they are ready. */
@@ -561,7 +591,7 @@ int rp_run(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf,
                  "%s configured -- resuming normal operations",
                  ap_get_server_description());
-    rp_upgrade_log_takeover();
+    rp_inherit_log();
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, RP_LOG_TAG
                  "%d bucket(s), %d children at start, %d threads each, at "
                  "most %d children", rp_lim.num_buckets, rp_lim.start_servers,

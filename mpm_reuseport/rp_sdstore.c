@@ -2,9 +2,9 @@
  * through rp_sdnotify.c; the passing back is LISTEN_PID, LISTEN_FDS (from
  * fd 3 on) and LISTEN_FDNAMES (colon-separated). */
 #include "rp.h"
+#include "rp_inherit.h"
 #include "rp_sdnotify.h"
 #include "rp_sdstore.h"
-#include "rp_upgrade.h"
 
 #include "apr_strings.h"
 
@@ -18,6 +18,7 @@
 #define SD_SOURCE "systemd's file descriptor store (systemctl restart)"
 
 static int warned;
+static int kept;        /* the store holds this generation's sockets */
 
 static int asked(void)
 {
@@ -48,7 +49,7 @@ void rp_sdstore_pre_config(apr_pool_t *process_pool)
             int fd = SD_LISTEN_FDS_START + i;
 
             if (name && !strcmp(name, SD_FDNAME)) {
-                rp_upgrade_inherit_fd(process_pool, fd, SD_SOURCE);
+                rp_inherit_give(process_pool, fd, SD_SOURCE, 0);
             }
             else {
                 (void)fcntl(fd, F_SETFD, FD_CLOEXEC);   /* not ours: not for CGI */
@@ -86,9 +87,15 @@ void rp_sdstore_keep(const apr_array_header_t *fds)
                      "server restarts; check NotifyAccess= in the unit",
                      getenv("NOTIFY_SOCKET"));
     }
-    else if (!rv) {
+    kept = !rv;
+    if (!rv) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf, RP_LOG_TAG
                      "%d listening socket(s) kept in systemd's file descriptor store",
                      fds->nelts);
     }
+}
+
+int rp_sdstore_keeps_copies(void)
+{
+    return kept;
 }

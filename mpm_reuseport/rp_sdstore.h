@@ -6,12 +6,12 @@
  * taking back the previous set (FDSTOREREMOVE=1), so a Listen that left
  * the configuration is not kept.  systemd keeps them while the service
  * restarts and passes them to the next start (LISTEN_FDS), which adopts
- * them by address (rp_upgrade_adopt): connections that arrive while the
+ * them by address (rp_inherit.c): connections that arrive while the
  * server restarts wait in the accept queues instead of being refused.
  * `systemctl stop` releases them.
  *
  * Callers: rp_config.c (pre_config of the first load), rp_listen.c (once
- * the listeners are set up, parent only). */
+ * the listeners are set up, parent only), rp_parent.c (keeps_copies). */
 #ifndef RP_SDSTORE_H
 #define RP_SDSTORE_H
 
@@ -24,5 +24,8 @@ void rp_sdstore_pre_config(apr_pool_t *process_pool);
 /* Hands the current listener sockets (int fds) to systemd's store, where
  * asked; a failure is logged once and changes nothing else. */
 void rp_sdstore_keep(const apr_array_header_t *fds);
+/* Whether systemd holds copies of this generation's sockets (a stop does
+ * not close them for good: the next start takes them). */
+int rp_sdstore_keeps_copies(void);
 
 #endif

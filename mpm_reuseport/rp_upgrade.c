@@ -4,12 +4,13 @@
  *   MPMNG_UPGRADE_LISTEN_FDS  listener socket numbers, comma-separated
  *   MPMNG_UPGRADE_READY_FD    write end of the pipe the old parent reads
  *   MPMNG_UPGRADE_FROM        the old parent's pid (for the logs)
- * Sockets are matched by the address they are bound to (getsockname), so
- * a Listen that left the configuration is not adopted and one that came is
- * bound anew.  The pipe also tells failure: once every copy of its write
+ * The sockets go to rp_inherit.c, which rp_listen.c takes them from by
+ * address.  The pipe also tells failure: once every copy of its write
  * end is gone without the byte (the new server ended), the old parent
  * reads end-of-file. */
 #include "rp.h"
+#include "rp_forkguard.h"
+#include "rp_inherit.h"
 #include "rp_sdnotify.h"
 #include "rp_upgrade.h"
 
@@ -19,18 +20,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define ENV_FDS "MPMNG_UPGRADE_LISTEN_FDS"
 #define ENV_READY "MPMNG_UPGRADE_READY_FD"
 #define ENV_FROM "MPMNG_UPGRADE_FROM"
 #define RP_UPGRADE_SLOW apr_time_from_sec(120)
-#define RP_UPGRADE_MAX_FDS 1024
 
 extern char **environ;
 
@@ -51,10 +49,6 @@ static struct {
     /* new side */
     int ready_wr;               /* -1: not started by an upgrade */
     long from;
-    int *fds;                   /* inherited, -1 once adopted or closed */
-    int nfds;
-    const char *source;         /* where fds came from, when not from pid `from` */
-    int adopted, closed;        /* counted at start-up, logged once logs are open */
 } up = { .ready_rd = -1, .ready_wr = -1 };
 
 /* ---- new side: what the old server handed over ---------------------------- */
@@ -67,28 +61,13 @@ static int parse_fd(const char *s)
     return (end != s && v >= 0 && v < 65536) ? (int)v : -1;
 }
 
-void rp_upgrade_inherit_fd(apr_pool_t *p, int fd, const char *source)
-{
-    if (!up.fds) {
-        up.fds = apr_pcalloc(p, RP_UPGRADE_MAX_FDS * sizeof(int));
-    }
-    if (fd < 0 || up.nfds >= RP_UPGRADE_MAX_FDS) {
-        return;
-    }
-    /* Not into CGI scripts or piped loggers until adopted. */
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    up.fds[up.nfds++] = fd;
-    if (source) {
-        up.source = source;
-    }
-}
-
-static void take_listen_fds(apr_pool_t *p, const char *list)
+static void take_listen_fds(apr_pool_t *p, const char *list, const char *from)
 {
     char *copy = apr_pstrdup(p, list), *tok, *last;
+    const char *source = apr_psprintf(p, "pid %s", from ? from : "?");
 
     for (tok = apr_strtok(copy, ",", &last); tok; tok = apr_strtok(NULL, ",", &last)) {
-        rp_upgrade_inherit_fd(p, parse_fd(tok), NULL);
+        rp_inherit_give(p, parse_fd(tok), source, 1);
     }
 }
 
@@ -103,7 +82,7 @@ void rp_upgrade_pre_config(apr_pool_t *process_pool)
         up.binary[n] = '\0';
     }
     if (fds) {
-        take_listen_fds(process_pool, fds);
+        take_listen_fds(process_pool, fds, from);
     }
     if (ready && (up.ready_wr = parse_fd(ready)) >= 0) {
         (void)fcntl(up.ready_wr, F_SETFD, FD_CLOEXEC);
@@ -113,102 +92,6 @@ void rp_upgrade_pre_config(apr_pool_t *process_pool)
     unsetenv(ENV_FDS);
     unsetenv(ENV_READY);
     unsetenv(ENV_FROM);
-}
-
-static int same_address(const struct sockaddr_storage *ss, const apr_sockaddr_t *sa)
-{
-    if (ss->ss_family != sa->family) {
-        return 0;
-    }
-    if (sa->family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        return a->sin_port == sa->sa.sin.sin_port
-               && a->sin_addr.s_addr == sa->sa.sin.sin_addr.s_addr;
-    }
-#if APR_HAVE_IPV6
-    if (sa->family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        return a->sin6_port == sa->sa.sin6.sin6_port
-               && !memcmp(&a->sin6_addr, &sa->sa.sin6.sin6_addr, sizeof(a->sin6_addr));
-    }
-#endif
-    return 0;
-}
-
-static int is_listening_at(int fd, const apr_sockaddr_t *sa,
-                           struct sockaddr_storage *ss)
-{
-    socklen_t len = sizeof(*ss);
-    int on = 0;
-    socklen_t olen = sizeof(on);
-
-    return getsockname(fd, (struct sockaddr *)ss, &len) == 0
-           && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) == 0 && on
-           && same_address(ss, sa);
-}
-
-apr_socket_t *rp_upgrade_adopt(const apr_sockaddr_t *sa, apr_pool_t *p)
-{
-    int i;
-
-    for (i = 0; i < up.nfds; i++) {
-        struct sockaddr_storage ss;
-        apr_os_sock_info_t info;
-        apr_socket_t *sd = NULL;
-        int fd = up.fds[i];
-
-        if (fd < 0 || !is_listening_at(fd, sa, &ss)) {
-            continue;
-        }
-        memset(&info, 0, sizeof(info));
-        info.os_sock = &fd;
-        info.local = (struct sockaddr *)&ss;
-        info.family = ss.ss_family;
-        info.type = SOCK_STREAM;
-        info.protocol = APR_PROTO_TCP;
-        if (apr_os_sock_make(&sd, &info, p) != APR_SUCCESS) {
-            continue;
-        }
-        up.fds[i] = -1;
-        return sd;
-    }
-    return NULL;
-}
-
-void rp_upgrade_close_unadopted(void)
-{
-    int i, closed = 0;
-
-    for (i = 0; i < up.nfds; i++) {
-        if (up.fds[i] >= 0) {
-            close(up.fds[i]);
-            up.fds[i] = -1;
-            closed++;
-        }
-    }
-    up.adopted = up.nfds - closed;
-    up.closed = closed;
-    up.nfds = 0;
-}
-
-void rp_upgrade_log_takeover(void)
-{
-    const char *why = up.closed ? "; the others' addresses left the configuration" : "";
-
-    if (!up.adopted && !up.closed) {
-        return;
-    }
-    if (up.source) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
-                     "took over %d listening socket(s) from %s%s",
-                     up.adopted, up.source, why);
-    }
-    else {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
-                     "binary upgrade: took over %d listening socket(s) from "
-                     "pid %ld%s", up.adopted, up.from, why);
-    }
-    up.adopted = up.closed = 0;
 }
 
 /* New side: every bucket accepts; the old server may stop. */
@@ -348,7 +231,7 @@ void rp_upgrade_remove_oldbin(void)
     }
 }
 
-static void start_upgrade(void)
+static void start_upgrade(apr_array_header_t *(*listen_fds)(apr_pool_t *))
 {
     apr_pool_t *p;
     apr_array_header_t *fds;
@@ -370,13 +253,13 @@ static void start_upgrade(void)
         return;
     }
     apr_pool_create(&p, ap_pglobal);
-    fds = rp_listen_fds(p);
+    fds = listen_fds(p);
     argv = new_argv(p);
     env = new_env(p, fds, pipefd[1]);
     pidfile_aside(p);
-    rp_listen_forking_own_child(1);
+    rp_forkguard_own_fork(1);    /* the new server keeps every socket */
     pid = fork();
-    rp_listen_forking_own_child(0);
+    rp_forkguard_own_fork(0);
     if (pid == 0) {
         exec_new_server(argv, env, fds, pipefd[1]);
     }
@@ -456,14 +339,15 @@ static int watch_new_server(void)
     return 0;
 }
 
-int rp_upgrade_step(int (*accepting)(void))
+int rp_upgrade_step(int (*accepting)(void),
+                    apr_array_header_t *(*listen_fds)(apr_pool_t *))
 {
     if (up.ready_wr >= 0 && accepting()) {
         tell_old_server();
     }
     if (up.asked) {
         up.asked = 0;
-        start_upgrade();
+        start_upgrade(listen_fds);
     }
     return up.ready_rd >= 0 && watch_new_server();
 }

@@ -156,6 +156,83 @@ def pid_alive(pid):
         return False
 
 
+# ---- how server processes ended ---------------------------------------
+# `apache2 -k start` detaches: its parent's parent exits at once, so the
+# server's parent is nobody's child but init's, and its exit status is
+# lost.  A test runner that calls reap_servers_here() becomes their reaper
+# instead (PR_SET_CHILD_SUBREAPER: orphans below it come to it), and
+# reap() records how each ended.
+_exits = {}
+
+
+def reap_servers_here():
+    """Make this process the reaper of the servers it starts; True if so."""
+    import ctypes
+    pr_set_child_subreaper = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+
+
+def reap(pids):
+    """Collect the exit of those of pids that are our children and ended
+    (records it for how_it_ended(); a zombie would stay one otherwise)."""
+    for pid in pids:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if got == pid:
+            _exits[pid] = status
+
+
+def how_it_ended(pid):
+    """'exited with status N' or 'killed by signal N (NAME)[, core dumped]',
+    or why it is not known."""
+    reap([pid])
+    status = _exits.get(pid)
+    if status is None:
+        return "its exit status is unknown (not reaped by this process: see " \
+               "reap_servers_here())"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "?"
+        return "killed by signal %d (%s)%s" % (
+            sig, name, ", core dumped" if os.WCOREDUMP(status) else "")
+    return "exited with status %d" % os.WEXITSTATUS(status)
+
+
+def core_pattern():
+    try:
+        with open("/proc/sys/kernel/core_pattern") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def core_backtraces(core_dir, binary=None, keep=False):
+    """The gdb backtrace of each core file in core_dir, as text ('' if
+    none); the cores are removed unless keep."""
+    import glob
+    texts = []
+    for core in sorted(glob.glob(os.path.join(core_dir, "core*"))):
+        if not shutil.which("gdb"):
+            texts.append("%s: no gdb here to read it" % core)
+            continue
+        res = subprocess.run(["gdb", "-batch", "-nx", "-q", "-ex", "set pagination off",
+                              "-ex", "info threads", "-ex", "bt 40",
+                              binary or APACHE2, core],
+                             capture_output=True, text=True, timeout=120)
+        texts.append("---- %s ----\n%s" % (core, res.stdout + res.stderr))
+        if not keep:
+            os.unlink(core)
+    if not texts and not core_pattern().startswith(("core", "%")):
+        texts.append("(no core here: kernel.core_pattern is %r)" % core_pattern())
+    return "\n".join(texts)
+
+
 def processes():
     """(pid, state letter, parent pid) of every process, from /proc."""
     for name in os.listdir("/proc"):
@@ -204,6 +281,11 @@ class Httpd:
         self.docroot = docroot or os.path.join(self.dir, "htdocs")
         self.conf = os.path.join(self.dir, "conf", "httpd.conf")
         self.pidfile = os.path.join(self.dir, "run", "httpd.pid")
+        # Cores of a crash (the children run as www-data): the harness prints
+        # their backtraces (core_backtraces()).
+        self.core_dir = os.path.join(self.dir, "cores")
+        os.makedirs(self.core_dir, exist_ok=True)
+        os.chmod(self.core_dir, 0o1777)
         self.errlog = os.path.join(self.dir, "logs", "error_log")
         self.pid = None
 
@@ -218,6 +300,7 @@ class Httpd:
             "ScoreBoardFile %s/run/scoreboard" % self.dir,
             "ErrorLog %s" % self.errlog,
             "LogLevel warn",
+            "CoreDumpDirectory %s" % self.core_dir,
         ]
         if sym != "mpm_%s_module" % STATIC_MPM:
             lines.append("LoadModule %s %s" % (sym, path))
@@ -268,11 +351,16 @@ class Httpd:
         env.update(self.env)
         cmd = [self.binary, "-f", self.conf] + list(args)
         high = []
+        moves = ""
         if self.fds_at_3:
             # Each at a number above those it goes to, so no move overwrites another.
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in self.fds_at_3]
-            moves = " ".join("%d<&%d %d<&-" % (3 + i, fd, fd) for i, fd in enumerate(high))
-            cmd = ["bash", "-c", 'exec %s; exec "$@"' % moves, "bash"] + cmd
+            moves = "exec %s; " % " ".join("%d<&%d %d<&-" % (3 + i, fd, fd)
+                                          for i, fd in enumerate(high))
+        # Cores as large as they come (CoreDumpDirectory says where); not
+        # set in this process, whose clients would leave theirs in the cwd.
+        cmd = ["bash", "-c", 'ulimit -c "$(ulimit -H -c)"; %sexec "$@"' % moves,
+               "bash"] + cmd
         try:
             return subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   timeout=timeout, preexec_fn=limit,
@@ -306,7 +394,22 @@ class Httpd:
         if not wait_for_port(self.host, self.port, timeout):
             raise RuntimeError("httpd pid %s never accepted on %s:%d\n%s" % (
                 self.pid, self.host, self.port, self.log_tail()))
+        self._wait_running(timeout)
         return res
+
+    def _wait_running(self, timeout):
+        """Until the parent logs that it runs: the PidFile and the port
+        come first (the port is bound before httpd detaches), a graceful()
+        before this line would count the start-up's line as its own."""
+        deadline = time.monotonic() + timeout
+        while self.generation_count() < 1:
+            if not pid_alive(self.pid):
+                raise RuntimeError("httpd parent %d died while starting: %s\n%s" % (
+                    self.pid, how_it_ended(self.pid), self.log_tail()))
+            if time.monotonic() > deadline:
+                raise RuntimeError("httpd pid %d never said it runs\n%s" % (
+                    self.pid, self.log_tail()))
+            time.sleep(0.02)
 
     def _wait_pidfile(self, timeout):
         deadline = time.monotonic() + timeout
@@ -348,8 +451,8 @@ class Httpd:
             if self.generation_count() > before:
                 return True
             if not pid_alive(self.pid):
-                raise RuntimeError("httpd parent %d died during the graceful restart\n%s"
-                                   % (self.pid, self.log_tail()))
+                raise RuntimeError("httpd parent %d died during the graceful restart: %s\n%s"
+                                   % (self.pid, how_it_ended(self.pid), self.log_tail()))
             time.sleep(0.05)
         raise RuntimeError("graceful restart not finished\n" + self.log_tail())
 
@@ -383,6 +486,9 @@ class Httpd:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if leftover:
+            time.sleep(0.05)
+        reap(procs)
         self.pid = None
         return leftover
 

@@ -100,6 +100,13 @@ count_plain "$LOG/demo.log" || add 0 1
 stage integration python3 -m mpmng_py.integration
 count_plain "$LOG/integration.log" || add 0 1
 
+# A few rounds of what a loaded machine breaks first (`make check-stress`:
+# every timing-sensitive test 50 times): a graceful stop under load, and
+# signals the moment the PidFile appears, beside two busy loops.
+stage stress python3 -m mpmng_py.integration --repeat 3 --hogs 2 \
+    -k test_graceful_stop_under_load_resets_nothing -k test_signals.EarlySignals
+count_plain "$LOG/stress.log" || add 0 1
+
 # Three minutes of the soak (`make soak`: 30): mixed load with graceful
 # restarts, deploys and a killed child; its targets are its checks.  Two
 # generations to compare in 3 minutes: samples every second (not 2 s) keep

@@ -73,9 +73,12 @@ def tree_cpu_ns(root_pid, pids=None):
 
 
 def tree_memory(root_pid, pids=None):
-    """Sum of Rss and Pss (kB) over the tree, plus process and thread counts."""
+    """Sum of Rss, Pss and Anonymous (kB) over the tree, plus process and
+    thread counts.  Pss includes a share of every file page the process
+    maps (libraries, the binary), which grows when other processes mapping
+    them exit; Anonymous is the process's own memory alone."""
     pids = pids or tree_pids(root_pid)
-    rss = pss = threads = 0
+    rss = pss = anon = threads = 0
     nproc = 0
     for p in pids:
         try:
@@ -85,6 +88,8 @@ def tree_memory(root_pid, pids=None):
                         rss += int(line.split()[1])
                     elif line.startswith("Pss:"):
                         pss += int(line.split()[1])
+                    elif line.startswith("Anonymous:"):
+                        anon += int(line.split()[1])
             with open("/proc/%d/status" % p) as f:
                 for line in f:
                     if line.startswith("Threads:"):
@@ -93,7 +98,32 @@ def tree_memory(root_pid, pids=None):
             nproc += 1
         except (OSError, ValueError):
             continue
-    return {"rss_kb": rss, "pss_kb": pss, "procs": nproc, "threads": threads}
+    return {"rss_kb": rss, "pss_kb": pss, "anon_kb": anon, "procs": nproc,
+            "threads": threads}
+
+
+def smaps(pid):
+    """{mapping: Pss kB} of one process, from /proc/PID/smaps; a mapping
+    is named by its path or [heap]/[stack], else "anon@START" (glibc's
+    thread arenas and stacks, APR's mmap'ed nodes)."""
+    out = {}
+    name = None
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                start = head[0].split("-")[0]
+                path = head[5] if len(head) > 5 else ""
+                name = path if path.startswith("/") else "%s@%s" % (path or "anon", start)
+            elif head[0] == "Pss:" and name:
+                out[name] = out.get(name, 0) + int(head[1])
+    return out
+
+
+def smaps_growth(before, after, top=12):
+    """[(kB grown, mapping)] largest first, of two smaps() snapshots."""
+    grew = [(after.get(k, 0) - before.get(k, 0), k) for k in set(before) | set(after)]
+    return sorted((g for g in grew if g[0]), reverse=True)[:top]
 
 
 def system_cpu():

@@ -2,6 +2,7 @@
 """Run the integration tests (test/integration/test_*.py, unittest).
 
     python3 -m mpmng_py.integration [-k PATTERN]... [-v] [--mpm NAME] [--no-netns]
+                                    [--repeat N] [--hogs K] [--stress]
 
 (from the repository root).
 
@@ -11,6 +12,12 @@
              or a stock one (worker, event) to check the suite itself.
              Same as MPMNG_TEST_MPM=NAME.  Reuseport-only tests are skipped
              for stock MPMs.
+--repeat N   run the chosen tests N times (rounds) and report each
+             test's failure rate at the end.
+--hogs K     run K busy-loop processes beside the tests (a loaded machine).
+--stress     choose the timing-sensitive tests (mpmng_py/integration/
+             stress.py); with -k too, both.  `make check-stress` runs them
+             50 times under 2 hogs.
 --no-netns   run in the current network namespace.  By default, when run
              as root, the suite re-executes itself in a private network
              namespace (unshare -n, loopback only), so concurrent servers and
@@ -140,6 +147,9 @@ def main():
     ap.add_argument("-v", action="store_true", help="verbose unittest output")
     ap.add_argument("--mpm", help="MPM under test (default: reuseport)")
     ap.add_argument("--no-netns", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N")
+    ap.add_argument("--hogs", type=int, default=0, metavar="K")
+    ap.add_argument("--stress", action="store_true")
     args = ap.parse_args()
 
     if args.mpm:
@@ -151,6 +161,8 @@ def main():
     from mpmng_py import privhttpd
     from mpmng_py.integration import common
 
+    # The servers' parents become ours: how one ended is known, not guessed.
+    privhttpd.reap_servers_here()
     mpm_path = privhttpd.MPMS.get(common.MPM, (None, "?"))[1]
     print("integration: MPM %s (%s), httpd %s (%s), %d CPUs, %s network namespace" % (
         common.MPM, mpm_path, ".".join(map(str, privhttpd.httpd_version())),
@@ -160,21 +172,61 @@ def main():
         print("warning: %s does not exist (run make first); every test that "
               "starts a server will fail" % mpm_path, flush=True)
 
-    loader = unittest.TestLoader()
-    if args.k:
-        loader.testNamePatterns = [p if "*" in p else "*%s*" % p for p in args.k]
-    suite = loader.discover(TESTDIR, pattern="test_*.py", top_level_dir=TESTDIR)
-
+    patterns = list(args.k)
+    if args.stress:
+        from mpmng_py.integration import stress
+        patterns += stress.TESTS
     t0 = time.monotonic()
-    runner = CountingRunner(stream=sys.stdout, verbosity=2 if args.v else 0)
-    result = runner.run(suite)
-    passed, failed, skipped = result.counts()
-    # Import errors of a test module show up as errors without an outcome.
-    failed += sum(1 for t, _ in result.errors if t.id() not in result.outcomes)
+    if args.repeat > 1 or args.hogs:
+        failed, ran = run_rounds(patterns, args)
+        passed = ran - failed
+        skipped = 0
+    else:
+        passed, failed, skipped = run_once(patterns, args)
     print("wall time %.0fs" % (time.monotonic() - t0))
     print("integration: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
     sys.stdout.flush()
     return 1 if failed or passed + failed == 0 else 0
+
+
+def load(patterns):
+    loader = unittest.TestLoader()
+    if patterns:
+        loader.testNamePatterns = [p if "*" in p else "*%s*" % p for p in patterns]
+    return loader.discover(TESTDIR, pattern="test_*.py", top_level_dir=TESTDIR)
+
+
+def run_once(patterns, args, stream=sys.stdout):
+    """One run of the chosen tests: (passed, failed, skipped), and the
+    result (its outcomes per test id) as the runner's last result."""
+    runner = CountingRunner(stream=stream, verbosity=2 if args.v else 0)
+    result = runner.run(load(patterns))
+    run_once.result = result
+    passed, failed, skipped = result.counts()
+    # Import errors of a test module show up as errors without an outcome.
+    failed += sum(1 for t, _ in result.errors if t.id() not in result.outcomes)
+    return passed, failed, skipped
+
+
+def run_rounds(patterns, args):
+    """--repeat rounds under --hogs busy loops: (failed runs, runs)."""
+    from mpmng_py.cpuhogs import CpuHogs
+    from mpmng_py.integration import stress
+
+    stats = {}
+    with CpuHogs(args.hogs) as hogs:
+        for n in range(args.repeat):
+            print("---- round %d of %d (%d cpu hog(s)) ----" % (n + 1, args.repeat, args.hogs),
+                  flush=True)
+            run_once(patterns, args)
+            for tid, outcome in run_once.result.outcomes.items():
+                stats.setdefault(tid, []).append(outcome)
+            if args.hogs:
+                elapsed = hogs.check()
+                print("hogs: %.0f CPU seconds in %.0f s" % (hogs.usage(), elapsed), flush=True)
+    failed = stress.report(stats, args.repeat, args.hogs, sys.stdout)
+    ran = sum(len([o for o in v if not o.startswith("skip")]) for v in stats.values())
+    return failed, ran
 
 
 if __name__ == "__main__":

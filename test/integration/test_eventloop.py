@@ -7,7 +7,7 @@ import os
 import socket
 import time
 
-from mpmng_py.bench.procstat import tree_memory
+from mpmng_py.bench.procstat import smaps, smaps_growth, tree_memory
 from mpmng_py.fcgiapp import FcgiApp
 from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
 from mpmng_py.integration.common import (CGI_SLOW, SANITIZED, HttpdTestCase, ResponseReader,
@@ -107,13 +107,20 @@ class IdleConnections(HttpdTestCase):
     def _idle_connections_hold_two_pages(self, h, n=600, first=(), status=200,
                                          path="/a.txt", body=b"a\n"):
         """n connections, each sent one GET of path (with the headers
-        first) and left waiting: the child's PSS grows by less than 9.5 KiB
-        each; then each gets body again."""
+        first) and left waiting: the child's own memory (anonymous pages)
+        grows by two pages each (8.1-8.7 KiB here, under load too), not
+        three (12 KiB, each fixed case above before its fix); then each
+        gets body again.  Not PSS: it also holds a share of the libraries'
+        and the binary's pages, which grows when other processes mapping
+        them exit (8.1-9.6 KiB here under two CPU hogs, 11 once in CI with
+        the Windows build beside it: +50-100 kB each of apache2,
+        libaprutil, libnss_systemd, our modules)."""
         kids = h.wait_children(1)
-        pss = lambda: tree_memory(kids[0], pids=kids)["pss_kb"]
+        mem = lambda: tree_memory(kids[0], pids=kids)
         conns = []
         try:
-            before = pss()
+            before = mem()
+            maps_before = smaps(kids[0])
             for i in range(n):
                 s = connect(h.host, h.port, timeout=5)
                 rd = ResponseReader(s)
@@ -122,11 +129,16 @@ class IdleConnections(HttpdTestCase):
                                  "connection %d" % i)
             self.wait_until(lambda: int(h.status().get("ConnsAsyncKeepAlive", -1)) >= n - 5,
                             5, "the connections waiting in keep-alive")
-            each = (pss() - before) / n
-            msg = "%d idle keep-alive connections: %.2f KiB each" % (n, each)
+            after = mem()
+            each = (after["anon_kb"] - before["anon_kb"]) / n
+            msg = "%d idle keep-alive connections: %.2f KiB each (%.2f pages; PSS %.2f)" % (
+                n, each, each / 4, (after["pss_kb"] - before["pss_kb"]) / n)
+            if each / 4 >= 2.5:     # where it went, by mapping
+                msg += "; grown: " + ", ".join(
+                    "%s +%d kB" % (m, kb) for kb, m in smaps_growth(maps_before, smaps(kids[0])))
             print("\n    " + msg, end=" ")
             if not SANITIZED:   # ASan pads and quarantines: not these numbers
-                self.assertLess(each, 9.5, msg)
+                self.assertLess(each / 4, 2.5, "two pages each, not three: " + msg)
             # The pages given back are usable again.
             for i, (s, rd) in enumerate(conns):
                 r = get(s, rd, path)

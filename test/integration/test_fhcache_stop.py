@@ -71,11 +71,9 @@ class StopCycles(HttpdTestCase):
 
     def _cycle(self, mpm, n):
         h = self.httpd(start=False, mpm=mpm, files={"s.txt": SMALL, "big.bin": BIG})
-        cores = os.path.join(h.dir, "cores")
-        os.makedirs(cores)
-        os.chmod(cores, 0o777)      # children dump as www-data
+        cores = h.core_dir          # the instance's CoreDumpDirectory
         h.directives = ("LoadModule fhcache_module %s\nFHCache On\n%s"
-                        "CoreDumpDirectory %s\n" % (FHCACHE_SO, one_child(mpm), cores))
+                        % (FHCACHE_SO, one_child(mpm)))
         h.start()
         self._load(h)
         self._change(h, n)
