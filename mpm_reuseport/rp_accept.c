@@ -97,9 +97,10 @@ static rp_conn *accept_locked(rp_listener *l);
 #define RP_DRAIN_MAX 4096
 #define RP_DRAIN_PAUSE apr_time_from_msec(20)
 
-static void drain_once_locked(void)
+/* Returns how many connections it took. */
+static int drain_once_locked(void)
 {
-    int i, n;
+    int i, n, taken = 0;
 
     for (i = 0; i < acc.nlisteners; i++) {
         for (n = 0; n < RP_DRAIN_MAX; n++) {
@@ -107,11 +108,24 @@ static void drain_once_locked(void)
             if (!rc) {
                 break;
             }
+            taken++;
             if (rp_loop_park_fresh(&rc->parking, ap_server_conf->timeout)
                 == RP_LOOP_REFUSED) {
                 rp_conn_close(rc);
             }
         }
+    }
+    return taken;
+}
+
+static void drain_twice_locked(int (*may_take)(void))
+{
+    if (may_take()) {
+        drain_once_locked();
+        apr_sleep(RP_DRAIN_PAUSE);
+    }
+    if (may_take()) {
+        drain_once_locked();
     }
 }
 
@@ -134,38 +148,38 @@ static int handshakes_pending_locked(void)
 
 static void drain_refused_locked(int (*may_take)(void))
 {
-    apr_time_t end = apr_time_now() + RP_HANDSHAKES_WAIT;
+    apr_time_t t0 = apr_time_now(), end = t0 + RP_HANDSHAKES_WAIT;
+    int taken = 0, pending = 0, looks = 0;
 
     while (may_take()) {
-        int pending;
-
-        drain_once_locked();
+        taken += drain_once_locked();
         pending = handshakes_pending_locked();
+        looks++;
         if (pending == 0) {
-            drain_once_locked();    /* those that finished since */
-            return;
+            taken += drain_once_locked();   /* those that finished since */
+            break;
         }
         if (pending < 0 || apr_time_now() >= end) {
             apr_sleep(RP_DRAIN_PAUSE);  /* cannot tell, or too long: as before */
-            drain_once_locked();
-            return;
+            taken += drain_once_locked();
+            break;
         }
         apr_sleep(RP_HANDSHAKES_LOOK);
     }
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf, RP_LOG_TAG
+                 "graceful stop: took %d connection(s) the kernel had accepted "
+                 "in %" APR_TIME_T_FMT " ms; handshakes under way at the last of "
+                 "%d look(s): %d%s", taken, apr_time_as_msec(apr_time_now() - t0),
+                 looks, pending, pending < 0 ? " (cannot be told here)" : "");
 }
 
 static void drain_locked(int (*may_take)(void))
 {
     if (rp_refuse_in_effect()) {
         drain_refused_locked(may_take);
-        return;
     }
-    if (may_take()) {
-        drain_once_locked();
-        apr_sleep(RP_DRAIN_PAUSE);
-    }
-    if (may_take()) {
-        drain_once_locked();
+    else {
+        drain_twice_locked(may_take);
     }
 }
 

@@ -36,8 +36,9 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 
 static struct sigaction previous[NSIG_FATAL];
 static volatile sig_atomic_t reporting;
-static int my_slot = -1;                 /* -1: the parent */
+static int my_slot = -1;                 /* -1: not a child */
 static int my_generation;
+static pid_t parent_pid;                 /* where rp_crash_install ran */
 
 typedef struct {
     char text[320];
@@ -152,10 +153,14 @@ static void report(int sig, const siginfo_t *info)
 
     put_stamp(&b);
     put_str(&b, signal_name(sig));
-    put_str(&b, my_slot < 0 ? " in the parent" : " in a child (slot ");
     if (my_slot >= 0) {
+        put_str(&b, " in a child (slot ");
         put_dec(&b, my_slot);
         put_str(&b, ")");
+    }
+    else {
+        put_str(&b, getpid() == parent_pid ? " in the parent"
+                : " in a process a module forked from the parent");
     }
     put_str(&b, ", generation ");
     put_dec(&b, my_generation);
@@ -167,9 +172,10 @@ static void report(int sig, const siginfo_t *info)
         put_str(&b, ", address 0x");
         put_num(&b, (unsigned long long)(uintptr_t)info->si_addr, 16, 0);
     }
-    put_str(&b, my_slot < 0 ? ": the server stops serving; start it again, "
-            "and report the stack below" : ": the parent starts another "
-            "child; report the stack below");
+    put_str(&b, my_slot >= 0 ? ": the parent starts another child; report "
+            "the stack below" : getpid() == parent_pid ? ": the server stops "
+            "serving; start it again, and report the stack below"
+            : ": report the stack below");
     write_line(&b);
 #ifdef RP_HAVE_BACKTRACE
     {
@@ -240,6 +246,7 @@ void rp_crash_install(void)
     }
 #endif
     my_generation = rp_state->mpm->my_generation;
+    parent_pid = getpid();
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fatal_signal;
     sa.sa_flags = SA_SIGINFO;

@@ -104,7 +104,7 @@ count_plain "$LOG/integration.log" || add 0 1
 # every timing-sensitive test 50 times): a graceful stop under load, and
 # signals the moment the PidFile appears, beside two busy loops.
 stage stress python3 -m mpmng_py.integration --repeat 3 --hogs 2 \
-    -k test_graceful_stop_under_load_resets_nothing -k test_signals.EarlySignals
+    -k test_graceful_stop -k test_signals.EarlySignals
 count_plain "$LOG/stress.log" || add 0 1
 
 # Three minutes of the soak (`make soak`: 30): mixed load with graceful

@@ -8,6 +8,7 @@ failure rate."""
 # unittest name patterns (module, class or method), as -k takes them
 TESTS = [
     "test_restart.",
+    "test_graceful_stop.",
     "test_lifecycle.",
     "test_upgrade.",
     "test_sdstore.",

@@ -154,7 +154,9 @@ class IdleConnections(HttpdTestCase):
             self.assertEqual(get(s, rd, "/a.txt").status, 200)
             took = rd.wait_close(6)
         self.assertIsNotNone(took, "idle connection not closed 6s after KeepAliveTimeout 1")
-        self.assertGreater(took, 0.7, "closed before KeepAliveTimeout")
+        # Timed from when this client had the answer, which a loaded machine
+        # can delay well past the server's parking; closing at once is ~0.
+        self.assertGreater(took, 0.3, "closed before KeepAliveTimeout")
         self.assertLess(took, 2.5, "KeepAliveTimeout 1 enforced late")
 
 
@@ -253,7 +255,8 @@ class EdgeTriggeredWaits(HttpdTestCase):
             with connect(h.host, h.port, timeout=5) as s2:
                 r = get(s2, ResponseReader(s2), "/a.txt")
             self.assertEqual(r.status, 200)
-            self.assertLess(time.monotonic() - t0, 1.0,
+            # Milliseconds when served; 3 s allows a loaded machine.
+            self.assertLess(time.monotonic() - t0, 3.0,
                             "workers still wait on the first connection")
             # And the first connection is idle under KeepAliveTimeout 2,
             # not a read under Timeout 30.
@@ -264,11 +267,12 @@ class EdgeTriggeredWaits(HttpdTestCase):
     def test_requests_arriving_while_busy_are_never_lost(self):
         # 32 keep-alive clients on 2 threads: next requests keep arriving
         # while workers run, some between a worker's last read and its
-        # parking.  A lost one would hang until KeepAliveTimeout 30 (wrk
-        # counts a timeout after 2 s).
+        # parking.  A lost one would hang until KeepAliveTimeout 30: wrk
+        # counts an answer later than 5 s as a timeout, but not one still
+        # missing when the run ends.
         h = self.httpd(one_child(2, "KeepAliveTimeout 30\nMaxKeepAliveRequests 0\n"),
                        files={"a.txt": "a\n"})
-        res = run_wrk(h.url("/a.txt"), 4, 32, timeout_s=2)
+        res = run_wrk(h.url("/a.txt"), 4, 32, timeout_s=5)
         self.assertGreater(res.requests, 1000, res)
         self.assertEqual(res.failures, 0, res)
 
@@ -330,7 +334,8 @@ class ModuleCallbacks(HttpdTestCase):
             with connect(h.host, h.port, timeout=5) as s2:
                 r2 = get(s2, ResponseReader(s2), "/a.txt")
             self.assertEqual((r2.status, r2.body), (200, b"a\n"))
-            self.assertLess(time.monotonic() - t1, 0.5)
+            # Held by the paced response, it would wait ~1.8 s more.
+            self.assertLess(time.monotonic() - t1, 1.2)
             r = rd.read_response()
             took = time.monotonic() - t0
             self.assertEqual(r.status, 200)

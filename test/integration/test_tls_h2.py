@@ -275,14 +275,15 @@ class Http2(HttpdTestCase):
                     self.assertIn(b"sha256=" + sha256(data).encode(), r.stdout, r.stderr)
 
     def _new_client_served_at_once(self, srv, threads_before, beside):
-        """A new HTTP/2 client gets the 500 B file within 2 s, and the
+        """A new HTTP/2 client gets the 500 B file within 5 s (curl's start
+        and TLS included; one left waiting hits curl's 10 s limit), and the
         server has the threads it had before the `beside` connections."""
         t0 = time.monotonic()
         r = curl("-k", "--http2", "-w", "\n%{http_version}", *srv.resolve(),
                  srv.url("/f500.bin"), timeout=10)
         took = time.monotonic() - t0
         self.assertEqual(r.stdout, FILES["f500.bin"] + b"\n2", r.stderr)
-        self.assertLess(took, 2, "a new client waited %.1fs" % took)
+        self.assertLess(took, 5, "a new client waited %.1fs" % took)
         self.assertEqual(threads_of(srv.h), threads_before, "threads grew with " + beside)
 
     def test_idle_connections_hold_no_thread(self):
