@@ -122,6 +122,20 @@ void fhc_meta_headers(request_rec *r, const fhc_meta *m);
  * copy of the bucket. */
 apr_bucket *fhc_bucket_create(fhc_child *ch, fhc_entry *e, const char *base,
                               apr_size_t len, apr_bucket_alloc_t *list);
+/* A body of len bytes in the cached descriptor fh, read at explicit
+ * offsets (fhc_os_read_at), read_size bytes a read (0: 16 KiB); never
+ * moves the descriptor's shared file offset.  sendfile_pool NULL: takes
+ * over one pin of e, as above.  Else the request's pool, which must keep
+ * e pinned: for sendfile, the bucket becomes a file bucket over fh right
+ * above core (fhc_sendfile_filter_add). */
+apr_bucket *fhc_fd_bucket_create(fhc_child *ch, fhc_entry *e, apr_os_file_t fh,
+                                 apr_size_t len, apr_size_t read_size,
+                                 apr_pool_t *sendfile_pool,
+                                 apr_bucket_alloc_t *list);
+/* register_hooks: the filter that does that. */
+void fhc_sendfile_filter_register(void);
+/* Once per connection that has a sendfile bucket of ours. */
+void fhc_sendfile_filter_add(request_rec *r);
 
 /* fhc_status.c */
 int fhc_status_hook(request_rec *r, int flags);

@@ -47,9 +47,25 @@ extern const int fhc_os_revalidate_notified;
  * seconds unused (2 unset). */
 extern const int fhc_os_recycle_handles;
 
-/* An apr_file_t for one request over the shared handle, or NULL when this
- * request must be left to core.  sendfile: the request may use sendfile;
- * mmap: EnableMMAP is on (APR then never reads through the file offset). */
+/* How one request reads the shared handle.  Any reader may read a file
+ * bucket through its apr_file_t with seek + read: APR does whenever it
+ * cannot map the bucket (EnableMMAP Off, and on Unix at any offset that is
+ * not page-aligned, which mod_ssl's coalescing filter, Range requests and
+ * mod_ratelimit make), so that apr_file_t must never share a file offset
+ * with other threads.
+ *
+ * fhc_os_reads_at_offsets: 1 where the platform reads at explicit offsets
+ * (Unix: pread), for fhc_fd_bucket_create(), used unless EnableMMAP is
+ * Off; else fhc_os_request_file().  fhc_os_read_at() reads up to *len
+ * bytes at off (APR_EOF at the end of the file). */
+extern const int fhc_os_reads_at_offsets;
+apr_status_t fhc_os_read_at(apr_os_file_t h, char *buf, apr_size_t *len,
+                            apr_off_t off);
+/* An apr_file_t for one request over the shared handle with a file offset
+ * of its own (Unix: a new open file description of the same inode;
+ * Windows: a wrapper with APR_FOPEN_XTHREAD), or NULL when this request
+ * must be left to core.  sendfile: the request may use sendfile; mmap:
+ * EnableMMAP is on. */
 apr_file_t *fhc_os_request_file(apr_os_file_t h, int sendfile, int mmap,
                                 apr_pool_t *p);
 

@@ -20,6 +20,7 @@ const int fhc_os_revalidate_notified = 0;
 const int fhc_os_recycle_handles = 0;
 const apr_int32_t fhc_os_fields_not_by_name = 0;
 const int fhc_os_drive_paths = 0;
+const int fhc_os_reads_at_offsets = 1;
 
 const char *const fhc_os_hint_overflow =
     "raise fs.inotify.max_queued_events (sysctl)";
@@ -98,27 +99,46 @@ int fhc_os_remote_fs(apr_os_file_t h, const char *path)
 #endif
 }
 
+apr_status_t fhc_os_read_at(apr_os_file_t h, char *buf, apr_size_t *len,
+                            apr_off_t off)
+{
+    ssize_t n;
+
+    do {
+        n = pread(h, buf, *len, (off_t)off);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        *len = 0;
+        return n == 0 ? APR_EOF : errno;
+    }
+    *len = (apr_size_t)n;
+    return APR_SUCCESS;
+}
+
 apr_file_t *fhc_os_request_file(apr_os_file_t h, int sendfile, int mmap,
                                 apr_pool_t *p)
 {
+#ifdef __linux__
+    /* Never a wrapper of the shared descriptor: APR reads a file bucket
+     * with seek + read on it whenever it cannot map it (EnableMMAP Off,
+     * the only case that gets here, or an offset that is not
+     * page-aligned).  So this request gets its own open file description
+     * of the same inode (not the path: it may point elsewhere by now),
+     * closed with the request's pool. */
     apr_int32_t flags = APR_FOPEN_READ | APR_FOPEN_BINARY
                         | (sendfile ? APR_FOPEN_SENDFILE_ENABLED : 0);
+    const char *self = apr_psprintf(p, "/proc/self/fd/%d", h);
     apr_file_t *f;
 
-    if (!mmap) {
-#ifdef __linux__
-        /* Without mmap, APR reads file buckets with seek + read on the
-         * descriptor: give this request its own open file description of
-         * the same inode (not the path: it may point elsewhere by now). */
-        const char *self = apr_psprintf(p, "/proc/self/fd/%d", h);
-        return apr_file_open(&f, self, flags, 0, p) == APR_SUCCESS ? f : NULL;
+    (void)mmap;
+    return apr_file_open(&f, self, flags, 0, p) == APR_SUCCESS ? f : NULL;
 #else
-        return NULL;
+    (void)h;
+    (void)sendfile;
+    (void)mmap;
+    (void)p;
+    return NULL;
 #endif
-    }
-    /* sendfile and mmap take explicit offsets: sharing is safe.  Unix's
-     * wrapper never closes the descriptor (APR_FOPEN_NOCLEANUP). */
-    return apr_os_file_put(&f, &h, flags, p) == APR_SUCCESS ? f : NULL;
 }
 
 /* A quarter of the soft descriptor limit: connections, logs and CGI pipes

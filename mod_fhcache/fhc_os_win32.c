@@ -13,6 +13,9 @@ const int fhc_os_revalidate_notified = 1;
 const int fhc_os_recycle_handles = 1;
 const apr_int32_t fhc_os_fields_not_by_name = APR_FINFO_IDENT | APR_FINFO_NLINK;
 const int fhc_os_drive_paths = 1;
+/* Every request's wrapper has its own offset (APR_FOPEN_XTHREAD), and
+ * APR maps at any offset (aligned to the allocation granularity). */
+const int fhc_os_reads_at_offsets = 0;
 
 const char *const fhc_os_hint_overflow =
     "it happens when a directory changes faster than the watcher reads";
@@ -105,6 +108,16 @@ int fhc_os_remote_fs(apr_os_file_t h, const char *path)
     root[0] = (WCHAR)(unsigned char)path[0];
     type = GetDriveTypeW(root);
     return type != DRIVE_FIXED && type != DRIVE_RAMDISK;
+}
+
+apr_status_t fhc_os_read_at(apr_os_file_t h, char *buf, apr_size_t *len,
+                            apr_off_t off)
+{
+    (void)h;
+    (void)buf;
+    (void)off;
+    *len = 0;
+    return APR_ENOTIMPL;    /* not used: fhc_os_reads_at_offsets is 0 */
 }
 
 apr_file_t *fhc_os_request_file(apr_os_file_t h, int sendfile, int mmap,

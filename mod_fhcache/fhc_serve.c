@@ -192,9 +192,9 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
     fhc_payload *pl = fhc_entry_payload(e);
     /* mod_http2 moves a stream's file buckets to its main connection with
      * mmap turned off, to be read there with seek + read: a stream
-     * (r->connection->master set) is served as without mmap, never
-     * through the shared descriptor's offset. */
+     * (r->connection->master set) is served as without mmap. */
     int mmap = d->enable_mmap != ENABLE_MMAP_OFF && !r->connection->master;
+    int sendfile = d->enable_sendfile == ENABLE_SENDFILE_ON;
     apr_file_t *f;
     apr_bucket *b;
 
@@ -205,10 +205,31 @@ static apr_bucket *body_bucket(fhc_child *ch, request_rec *r, fhc_entry *e,
         APR_BRIGADE_INSERT_TAIL(bb, b);
         return b;
     }
-    /* A handle shared by every request: the platform gives this request a
-     * view of it that never moves a shared file offset. */
-    f = fhc_os_request_file(pl->fh, d->enable_sendfile == ENABLE_SENDFILE_ON,
-                            mmap, r->pool);
+    /* The descriptor is shared by every thread of the child, and with it
+     * its file offset: nothing may read it with seek + read, which APR's
+     * file bucket does whenever it cannot map (fhc_os.h).  So it goes out
+     * in a bucket of ours that reads at explicit offsets (pread), and for
+     * sendfile becomes a file bucket right above core.  With EnableMMAP
+     * Off (HTTP/2 streams too), whose file buckets core leaves to write
+     * completion, the request gets a file of its own instead. */
+    if (fhc_os_reads_at_offsets && mmap
+        && (apr_off_t)(apr_size_t)pl->finfo.size == pl->finfo.size) {
+        b = fhc_fd_bucket_create(ch, e, pl->fh, (apr_size_t)pl->finfo.size,
+                                 mpmng_read_buf_size(d),
+                                 sendfile ? r->pool : NULL,
+                                 r->connection->bucket_alloc);
+        if (sendfile) {
+            fhc_sendfile_filter_add(r);     /* the request keeps its pin */
+        }
+        else {
+            detach(r);
+        }
+        APR_BRIGADE_INSERT_TAIL(bb, b);
+        return b;
+    }
+    /* Otherwise a file bucket over an apr_file_t with an offset of its own
+     * (Unix: its own open file description). */
+    f = fhc_os_request_file(pl->fh, sendfile, mmap, r->pool);
     if (!f) {
         return NULL;
     }

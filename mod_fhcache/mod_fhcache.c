@@ -25,6 +25,7 @@ static void fhc_register_hooks(apr_pool_t *p)
     /* Right before core's default handler (REALLY_LAST): we only take what
      * every other handler declined, as it does. */
     ap_hook_handler(fhc_handler, NULL, NULL, APR_HOOK_REALLY_LAST - 1);
+    fhc_sendfile_filter_register();
     APR_OPTIONAL_HOOK(ap, status_hook, fhc_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }
