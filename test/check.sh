@@ -55,24 +55,27 @@ if [ -n "$SAN" ]; then
     export MPMNG_LD_PRELOAD
 fi
 
-# Windows: the cross-build (all of it on a machine without its cache, about
-# 20 minutes of CPU) starts now in the background at the lowest priority
-# and uses what the Linux stages leave (build/background.sh); the win
-# stage waits for it.
-WIN_BUILD_PID=
-if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
-    WIN_BUILD_PID=$(build/background.sh "$LOG/win-build.log" build/win/build.sh)
-fi
-
-# The older httpd releases of the compat stage (build/compat/, about 2
-# minutes of CPU each on a machine without them in /var/cache/mpm-ng/httpd)
-# build the same way; the compat stage waits for the one still building.
-COMPAT_BUILD_PID=
+# What later stages need built and a machine may not have cached: the
+# compat stage's httpd releases (build/compat/, a few minutes of CPU each,
+# kept in /var/cache/mpm-ng/httpd) and then the Windows cross-build (about
+# 20 minutes of CPU without ~/.cache/mpm-ng/win-libs).  One job in the
+# background, in the order the stages come, at the lowest priority: it
+# uses the CPU the Linux stages leave (build/background.sh), and each stage
+# waits for its part (their build scripts lock).  One at a time, so the
+# compat stage's releases are not slowed by the Windows build.
+background=()
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
-    COMPAT_BUILD_PID=$(build/background.sh "$LOG/compat-build.log" build/compat/build-all.sh)
+    background+=("build/compat/build-all.sh --short >'$LOG/compat-build.log' 2>&1")
 fi
-trap '[ -z "$WIN_BUILD_PID" ] || kill -- -"$WIN_BUILD_PID" 2>/dev/null
-      [ -z "$COMPAT_BUILD_PID" ] || kill -- -"$COMPAT_BUILD_PID" 2>/dev/null' EXIT
+if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
+    background+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")
+fi
+BACKGROUND_PID=
+if [ ${#background[@]} -gt 0 ]; then
+    BACKGROUND_PID=$(build/background.sh "$LOG/background.log" \
+                         bash -c "$(IFS=';'; echo "${background[*]}")")
+fi
+trap '[ -z "$BACKGROUND_PID" ] || kill -- -"$BACKGROUND_PID" 2>/dev/null' EXIT
 
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
@@ -124,16 +127,16 @@ else
     count_plain "$LOG/regress.log" || add 0 1
 fi
 
-# The older httpd releases (RHEL 8's 2.4.37 to RHEL 9's 2.4.62): each
-# built (in the background since the start), our modules built with its
-# apxs, and the integration tests of what differs between releases run
-# against it (`make compat`: all of them, and httpd's regression suite).
+# The older httpd releases (RHEL 8's 2.4.37 to RHEL 9's 2.4.62), one per
+# path through the httpd seam (mpmng_py/compat/seampaths.py): each built
+# (in the background since the start), our modules built with its apxs,
+# and the integration tests of what differs between releases run against
+# it (`make compat`: every release, every test, httpd's regression suite).
 if [ -n "$SAN" ] || [ "${MPMNG_SKIP_COMPAT:-}" = 1 ]; then
     echo "=== compat: skipped${SAN:+ (SANITIZE)}"
 else
     stage compat python3 -m mpmng_py.compat --short
     count_plain "$LOG/compat.log" || add 0 1
-    COMPAT_BUILD_PID=
 fi
 
 # httpd built from Debian's source with mpm-ng in its tree, and the Debian
@@ -161,8 +164,8 @@ else
     # waits for it, then finds everything built (or builds what it left,
     # and fails with the build's own error).
     stage win-build build/win/build.sh; rc=$?
-    echo "--- the background build's log:"; cat "$LOG/win-build.log"
-    WIN_BUILD_PID=
+    echo "--- the background build's log:"; cat "$LOG/background.log" "$LOG/win-build.log"
+    BACKGROUND_PID=
     # Built from the newest httpd source Debian offers (deb-src is on now).
     stage win-pin python3 test/build/check_win_pin.py
     count_rc $?

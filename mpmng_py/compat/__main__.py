@@ -2,6 +2,7 @@
 apxs, and test them there.
 
     python3 -m mpmng_py.compat [--short] [--only 2.4.37]... [--no-regress] [--no-integration]
+    python3 -m mpmng_py.compat --list [--short] [--only 2.4.37]...
 
 For each httpd-2.4.N.tar.gz that build/compat/sources.sh finds
 (MPMNG_HTTPD_SOURCES, default ../shared/httpd-src beside the checkout):
@@ -18,8 +19,11 @@ For each httpd-2.4.N.tar.gz that build/compat/sources.sh finds
    release's own mpm_event against mpm_reuseport, each also with
    mod_fhcache (test/regress/run.sh event reuseport --with-fhcache).
 
---short (make check) runs step 3 for the serving, keep-alive, pipelining,
-TLS, HTTP/2, restart, upgrade and mod_fhcache tests only.  Without sources
+--short (make check) tests one release per path through the httpd seam
+(seampaths.py: the newest of the releases that compile the same way and
+bundle the same mod_http2), and runs step 3 for the serving, keep-alive,
+pipelining, TLS, HTTP/2, restart, upgrade and mod_fhcache tests only.
+--list prints the tarballs it would test, one per line (build-all.sh).  Without sources
 it says where to get them and passes.  Last line: `compat: N passed, N
 failed`; logs in out/compat/<version>/.
 """
@@ -32,6 +36,7 @@ import sys
 import time
 
 from mpmng_py import ROOT
+from mpmng_py.compat import seampaths
 
 OUT = os.path.join(ROOT, "out", "compat")
 BUILD = os.path.join(ROOT, "build", "compat")
@@ -91,10 +96,13 @@ def run_logged(cmd, logfile, env=None, echo=None):
         return p.wait()
 
 
-def build_httpd(v):
+def build_httpd(v, short):
+    """make check's build has the modules the integration suite loads,
+    make compat's every module (build-httpd.sh --modules)."""
     logfile = os.path.join(v.out, "build-httpd.log")
     t0 = time.monotonic()
-    rc = run_logged([os.path.join(BUILD, "build-httpd.sh"), v.tarball], logfile)
+    rc = run_logged([os.path.join(BUILD, "build-httpd.sh"), "--modules",
+                     "check" if short else "all", v.tarball], logfile)
     with open(logfile) as f:
         lines = f.read().splitlines()
     if rc != 0 or not lines or not os.path.isfile(os.path.join(lines[-1], "bin", "httpd")):
@@ -186,13 +194,23 @@ def main():
                     help="only this release (2.4.N); may be repeated")
     ap.add_argument("--no-regress", action="store_true", help="skip httpd's regression suite")
     ap.add_argument("--no-integration", action="store_true", help="skip the integration suite")
+    ap.add_argument("--list", action="store_true",
+                    help="print the release tarballs it would test, and stop")
     args = ap.parse_args()
 
     tarballs = subprocess.run([os.path.join(BUILD, "sources.sh")], capture_output=True,
                               text=True, check=True).stdout.split()
+    stands_for = {}
+    if args.short:
+        chosen = seampaths.one_per_path(tarballs)
+        tarballs = [t for t, _ in chosen]
+        stands_for = {t: others for t, others in chosen}
     versions = [Version(t) for t in tarballs]
     if args.only:
         versions = [v for v in versions if v.name in args.only]
+    if args.list:
+        print("\n".join(v.tarball for v in versions))
+        return 0
     if not versions:
         log("no httpd sources found: put httpd-2.4.N.tar.gz release tarballs "
             "(https://archive.apache.org/dist/httpd/) in a directory and set "
@@ -202,9 +220,14 @@ def main():
     log("httpd %s, from %s" % (", ".join(v.name for v in versions),
                                os.path.dirname(versions[0].tarball)))
     for v in versions:
+        others = [Version(t).name for t in stands_for.get(v.tarball, [])]
+        if others:
+            log("%s also stands for %s: the same path through the httpd seam "
+                "(make compat tests each)" % (v.name, ", ".join(others)))
+    for v in versions:
         os.makedirs(v.out, exist_ok=True)
         t0 = time.monotonic()
-        if build_httpd(v) and build_modules(v):
+        if build_httpd(v, args.short) and build_modules(v):
             if not args.no_integration:
                 integration(v, args.short)
             if not (args.short or args.no_regress):
