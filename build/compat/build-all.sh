@@ -10,11 +10,11 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ "${1:-}" = --short ]; then
     list=$(cd "$here/../.." && python3 -m mpmng_py.compat --list --short) || exit 1
+    modules=check
 else
     list=$("$here/sources.sh")
+    modules=all
 fi
-modules=all
-if [ "${1:-}" = --short ]; then modules=check; fi
 rc=0
 for t in $list; do
     "$here/build-httpd.sh" --modules "$modules" "$t" || rc=1

@@ -23,9 +23,9 @@ For each httpd-2.4.N.tar.gz that build/compat/sources.sh finds
 (seampaths.py: the newest of the releases that compile the same way and
 bundle the same mod_http2), and runs step 3 for the serving, keep-alive,
 pipelining, TLS, HTTP/2, restart, upgrade and mod_fhcache tests only.
---list prints the tarballs it would test, one per line (build-all.sh).  Without sources
-it says where to get them and passes.  Last line: `compat: N passed, N
-failed`; logs in out/compat/<version>/.
+--list prints the tarballs it would test, one per line (build-all.sh).
+Without sources it says where to get them and passes.  Last line:
+`compat: N passed, N failed`; logs in out/compat/<version>/.
 """
 import argparse
 import os
