@@ -55,17 +55,22 @@ if [ -n "$SAN" ]; then
     export MPMNG_LD_PRELOAD
 fi
 
-# What later stages need built and a machine may not have cached: the
-# compat stage's httpd releases (build/compat/, a few minutes of CPU each,
-# kept in /var/cache/mpm-ng/httpd) and then the Windows cross-build (about
-# 20 minutes of CPU without ~/.cache/mpm-ng/win-libs).  One job in the
-# background, in the order the stages come, at the lowest priority: it
-# uses the CPU the Linux stages leave (build/background.sh), and each stage
-# waits for its part (their build scripts lock).  One at a time, so the
-# compat stage's releases are not slowed by the Windows build.
+# What later stages need built: the compat stage's httpd releases
+# (build/compat/, a few minutes of CPU each, kept in
+# /var/cache/mpm-ng/httpd), the intree stage's two httpd builds (five
+# minutes of CPU, every run: they hold this checkout's sources) and the
+# Windows cross-build (about 20 minutes of CPU without
+# ~/.cache/mpm-ng/win-libs).  One job in the background, in the order the
+# stages come, at the lowest priority: it uses the CPU the Linux stages
+# leave (build/background.sh), and each stage waits for its part (their
+# build scripts lock).  One at a time, so that what comes first is ready
+# first.
 background=()
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
     background+=("build/compat/build-all.sh --short >'$LOG/compat-build.log' 2>&1")
+fi
+if [ -z "$SAN" ] && [ "${MPMNG_SKIP_INTREE:-}" != 1 ]; then
+    background+=("test/intree/run.sh --build-only >'$LOG/intree-build.log' 2>&1")
 fi
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
     background+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")

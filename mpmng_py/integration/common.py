@@ -301,9 +301,23 @@ class HttpdTestCase(unittest.TestCase):
 
     def wait_workers(self, h, n, timeout=20):
         """Wait until mod_status counts n started worker threads
-        (BusyWorkers + IdleWorkers) in the current generation."""
-        return self.wait_until(lambda: started_workers(h) == n, timeout,
-                               "BusyWorkers+IdleWorkers == %d" % n, interval=0.1)
+        (BusyWorkers + IdleWorkers) in the current generation.  A timeout
+        says what the server showed last (its scoreboard, its children)."""
+        seen = {}
+
+        def started():
+            st = h.status()
+            seen.update(st)
+            return int(st.get("BusyWorkers", 0)) + int(st.get("IdleWorkers", 0)) == n
+        try:
+            return self.wait_until(started, timeout, "BusyWorkers+IdleWorkers == %d" % n,
+                                   interval=0.1)
+        except AssertionError as e:
+            raise AssertionError("%s; last seen: BusyWorkers %s, IdleWorkers %s, "
+                                 "Scoreboard %s; children %s; error log tail:\n%s" % (
+                                     e, seen.get("BusyWorkers"), seen.get("IdleWorkers"),
+                                     seen.get("Scoreboard"), h.children(),
+                                     h.log()[-2000:])) from None
 
     def wait_gone(self, pids, timeout, what):
         """Wait until none of pids is alive (zombies count as gone)."""

@@ -13,14 +13,13 @@ win-check` runs them all.
 import argparse
 import os
 import resource
-import subprocess
 import sys
 import time
 import unittest
 
 from mpmng_py import ROOT
 from mpmng_py.win import wintest
-from mpmng_py.win.winhttpd import WINE, wine_env
+from mpmng_py.win.wineprefix import PersistentWineserver
 
 TESTDIR = os.path.join(ROOT, "test", "win")
 
@@ -43,54 +42,6 @@ def flat(suite):
             yield from flat(t)
         else:
             yield t
-
-
-WINESERVER = os.path.join(os.path.dirname(WINE), "wineserver")
-
-
-class PersistentWineserver:
-    """One wineserver for the whole run.  Left to itself it exits a second
-    or so after its last process, and a wine process that connects as it
-    exits dies at once (exit 1, "recvmsg: Connection reset by peer"): an
-    httpd.exe started right after the previous test's was killed (CI, stop
-    48; here 1 of 400 starts timed into that window)."""
-
-    def __enter__(self):
-        # One left by an earlier wine process (a build) must go first: a
-        # second server on the prefix would not start.
-        try:
-            subprocess.run([WINESERVER, "-w"], env=wine_env(), capture_output=True,
-                           timeout=60)
-        except subprocess.TimeoutExpired:
-            subprocess.run([WINESERVER, "-k"], env=wine_env(), capture_output=True,
-                           timeout=60)
-        self.proc = subprocess.Popen(
-            [WINESERVER, "-p", "-f"], env=wine_env(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
-        # Ready once its socket is there (in its working directory): a wine
-        # process started before that would start a server of its own.
-        deadline = time.monotonic() + 30
-        while not os.path.exists("/proc/%d/cwd/socket" % self.proc.pid):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("wineserver -p did not start (exit %s)"
-                                   % self.proc.returncode)
-            time.sleep(0.05)
-        # Wine's own processes (services.exe, winedevice.exe) start with the
-        # first wine process and now live as long as the server: started
-        # here, they hold no test's output pipe open (a test reading a
-        # tool's output to its end would wait forever).
-        subprocess.run([WINE, "wineboot"], env=wine_env(), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-        return self
-
-    def __exit__(self, *exc):
-        subprocess.run([WINESERVER, "-k"], env=wine_env(), capture_output=True, timeout=60)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def main():

@@ -1,9 +1,10 @@
-"""A private copy of the tests' wineprefix with its own persistent
-wineserver, for tests that change the prefix (install services, unzip a
-distribution into drive C:) so that nothing they do can reach the prefix
-other tests use.  Wine's services.exe is booted with WINEDEBUG=+eventlog
-and its output kept: Wine's ReportEvent only writes the event text there,
-which is how tests see the event log."""
+"""Persistent wineservers: the one the Windows tests share for a whole
+run (PersistentWineserver) and private copies of the tests' wineprefix with
+a server of their own (WinePrefix), for tests that change the prefix
+(install services, unzip a distribution into drive C:) so that nothing they
+do can reach the prefix other tests use.  A private prefix's services.exe
+is booted with WINEDEBUG=+eventlog and its output kept: Wine's ReportEvent
+only writes the event text there, which is how tests see the event log."""
 import os
 import shutil
 import signal
@@ -17,6 +18,64 @@ from mpmng_py.win.winhttpd import WINE
 WINESERVER = os.path.join(os.path.dirname(WINE), "wineserver")
 
 
+def start_server(env, boot_output=subprocess.DEVNULL, boot_debug=None):
+    """A wineserver for env's prefix that stays until stop_server(), and
+    wine's own processes booted.  Left to itself a wineserver exits a
+    second or so after its last process, and a wine process that connects
+    as it exits dies at once (exit 1, "recvmsg: Connection reset by
+    peer"): an httpd.exe started right after the previous test's was
+    killed (CI, stop 48; here 1 of 400 starts timed into that window)."""
+    proc = subprocess.Popen([WINESERVER, "-p", "-f"], env=winhttpd.wine_env(env),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    # Ready once its socket is there (in its working directory): a wine
+    # process started before that would start a server of its own.
+    deadline = time.monotonic() + 30
+    while not os.path.exists("/proc/%d/cwd/socket" % proc.pid):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_server(proc, env)
+            raise RuntimeError("wineserver -p did not start (exit %s)" % proc.returncode)
+        time.sleep(0.05)
+    # Wine's own processes (services.exe, winedevice.exe) start with the
+    # first wine process and live as long as the server: booted here, they
+    # hold no test's output pipe open (a test reading a tool's output to
+    # its end would wait forever), and they get boot_debug's WINEDEBUG.
+    boot_env = dict(env, WINEDEBUG=boot_debug) if boot_debug else env
+    subprocess.run([WINE, "wineboot"], env=winhttpd.wine_env(boot_env),
+                   stdin=subprocess.DEVNULL, stdout=boot_output, stderr=boot_output,
+                   timeout=300)
+    return proc
+
+
+def stop_server(proc, env):
+    subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(env), capture_output=True,
+                   timeout=60)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class PersistentWineserver:
+    """The tests' prefix with one wineserver for the whole run."""
+
+    def __enter__(self):
+        # One left by an earlier wine process (a build) must go first: a
+        # second server on the prefix would not start.
+        try:
+            subprocess.run([WINESERVER, "-w"], env=winhttpd.wine_env(), capture_output=True,
+                           timeout=60)
+        except subprocess.TimeoutExpired:
+            subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(), capture_output=True,
+                           timeout=60)
+        self.proc = start_server({})
+        return self
+
+    def __exit__(self, *exc):
+        stop_server(self.proc, {})
+
+
 class WinePrefix:
     """A private wineprefix copy with a persistent wineserver."""
 
@@ -27,17 +86,10 @@ class WinePrefix:
                        timeout=300)
         self.boot_log = os.path.join(self.dir, "services.log")
         self.env = {"WINEPREFIX": self.path}
-        self.server = subprocess.Popen(
-            [WINESERVER, "-p", "-f"], env=winhttpd.wine_env(self.env),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
         # services.exe (and so every service) gets this environment and
         # this stderr: the service's event log entries end up in boot_log.
         with open(self.boot_log, "wb") as log:
-            subprocess.run([WINE, "wineboot"], stdin=subprocess.DEVNULL,
-                           stdout=log, stderr=log, timeout=300,
-                           env=winhttpd.wine_env(dict(
-                               self.env, WINEDEBUG="+eventlog")))
+            self.server = start_server(self.env, boot_output=log, boot_debug="+eventlog")
 
     def drive_c(self):
         return os.path.join(self.path, "drive_c")
@@ -64,13 +116,8 @@ class WinePrefix:
             needle, b"WINEPREFIX=" + self.path.encode() + b"\0")
 
     def close(self):
-        subprocess.run([WINESERVER, "-k"], env=winhttpd.wine_env(self.env),
-                       timeout=60)
-        try:
-            self.server.wait(20)
-        except subprocess.TimeoutExpired:
-            pass
-        for pid in self.pids() + [self.server.pid]:
+        stop_server(self.server, self.env)
+        for pid in self.pids():
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

@@ -3,8 +3,8 @@ runs and their checks, the Windows tools of test/win/tools/."""
 import hashlib
 import os
 import re
+import signal
 import subprocess
-import threading
 import time
 import unittest
 
@@ -18,11 +18,16 @@ TOOLS = os.path.join(ROOT, "test", "win", "tools")
 SHORT_ENV = "MPMNG_WIN_SHORT"
 
 
+def short_run():
+    """Whether this is make check's short run."""
+    return os.environ.get(SHORT_ENV) == "1"
+
+
 def long_test(why):
     """Marks a test that `make check` skips (`make win-check` runs it):
     `why` names the shorter test that covers the same ground."""
     def mark(fn):
-        return unittest.skipIf(os.environ.get(SHORT_ENV) == "1",
+        return unittest.skipIf(short_run(),
                                "long; make win-check runs it (%s)" % why)(fn)
     return mark
 
@@ -53,14 +58,27 @@ def payload(n, seed):
     return bytes(out[:n])
 
 
-def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
+def start_wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
     cmd = ["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency",
            "http://127.0.0.1:%d%s" % (port, path)]
     if close:
         cmd[1:1] = ["-H", "Connection: close"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
-    out = r.stdout
-    reqs = int(re.search(r"(\d+) requests in", out).group(1))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wrk_result(proc, timeout):
+    """(requests, socket errors, non-2xx answers, output) of a finished
+    (or finishing) wrk."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    m = re.search(r"(\d+) requests in", out)
+    if not m:
+        raise AssertionError("wrk printed no result (rc %s): %s" % (proc.returncode, err))
+    reqs = int(m.group(1))
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
                   r"timeout (\d+)", out)
     errors = sum(map(int, m.groups())) if m else 0
@@ -69,23 +87,31 @@ def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
     return reqs, errors, non2xx, out
 
 
-def under_load(port, seconds, during, conns=8):
-    """Runs wrk twice at once for `seconds`, with a new connection per
-    request and with keep-alive, while during() runs; returns
-    {"close": wrk(...), "keepalive": wrk(...)}."""
-    results = {}
+def wrk(port, path="/small.txt", seconds=5, conns=16, close=False):
+    return wrk_result(start_wrk(port, path, seconds, conns, close), seconds + 60)
 
-    def load(key):
-        results[key] = wrk(port, seconds=seconds, conns=conns,
-                           close=key == "close")
-    ts = [threading.Thread(target=load, args=(k,)) for k in ("close", "keepalive")]
-    for t in ts:
-        t.start()
+
+def under_load(port, during, conns=8, after=1.0, most=180):
+    """Runs wrk twice at once, with a new connection per request and with
+    keep-alive, from before during() starts until `after` seconds after it
+    returns (wrk stops at SIGINT and reports), so that the load covers all
+    of it however long a loaded machine makes it; returns
+    {"close": wrk(...), "keepalive": wrk(...)}.  Fails if during() took
+    more than `most` seconds."""
+    procs = {k: start_wrk(port, seconds=most, conns=conns, close=k == "close")
+             for k in ("close", "keepalive")}
     try:
         during()
+        time.sleep(after)
+        ended = [k for k, p in procs.items() if p.poll() is not None]
+        if ended:
+            raise AssertionError("the load (%s) ended before the test's actions did (%d s)"
+                                 % (", ".join(ended), most))
     finally:
-        for t in ts:
-            t.join()
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        results = {k: wrk_result(p, 60) for k, p in procs.items()}
     return results
 
 

@@ -18,9 +18,19 @@
 # modules, system APR/PCRE2, its BUILD_DATETIME/PLATFORM defines).  Work in
 # out/intree/ (MPMNG_INTREE_DIR); the source tarball is kept between runs.
 # Last line: "intree: N passed, N failed, N skipped".
+#
+#   test/intree/run.sh [--short]    build (unless built from these sources), test
+#   test/intree/run.sh --build-only build only: `make check` runs this in its
+#                                   background job, and its intree stage then
+#                                   finds both builds (a lock orders the two)
 set -uo pipefail
-SHORT=
-[ "${1:-}" = --short ] && SHORT=1
+SHORT= BUILD_ONLY=
+case "${1:-}" in
+    --short) SHORT=1 ;;
+    --build-only) BUILD_ONLY=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--short | --build-only]" >&2; exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=${MPMNG_INTREE_DIR:-$top/out/intree}
 logs=$work/logs
@@ -54,6 +64,7 @@ build() {
     (cd "$tree" && make -j"$jobs" && make install) >"$logs/make-$name.log" 2>&1 \
         || fail_setup "$name: make failed" "$logs/make-$name.log"
     say "$name: built httpd in $((SECONDS - t0)) s -> $inst (logs $logs/*-$name.log)"
+    echo -n "$name $((SECONDS - t0)) s, " >>"$work/built.times"
 }
 
 # $1 = label, rest = environment and arguments for the integration runner.
@@ -78,23 +89,54 @@ check() {
     else failed=$((failed + 1)); say "FAILED: $what"; fi
 }
 
-mkdir -p "$logs"
-"$top/build/fetch-source.sh" "$work/src" "$PKG" "$ORIG" "$SUM" "$logs/fetch.log" \
-    || fail_setup "cannot fetch $PKG" "$logs/fetch.log"
-rm -rf "$work/tree-static" "$work/tree-shared"
-dpkg-source -x "$work/src/$DSC" "$work/tree-static" >"$logs/unpack.log" 2>&1 \
-    || fail_setup "dpkg-source -x $DSC failed" "$logs/unpack.log"
-"$top/build/intree/install.sh" "$work/tree-static" >"$logs/install.log" 2>&1 \
-    || fail_setup "build/intree/install.sh failed" "$logs/install.log"
-cp -a "$work/tree-static" "$work/tree-shared"
+# What the two builds are made of: our sources as install.sh places them,
+# the glue, the package and this script (its configure lines).
+source_key() {
+    (cd "$top" && { echo "$PKG"; cat test/intree/run.sh
+        find mpm_reuseport mod_fhcache common include build/intree config.m4 -type f \
+            | LC_ALL=C sort | xargs sha256sum; }) | sha256sum | cut -c1-16
+}
 
-# httpd's smallest module set (few) and the ones the suite loads: its
-# default set would double the build's time and is not what is tested
-# here.  --enable-fhcache as the docs give it (with --enable-modules=none
-# it would mean "not built").
-build static --with-mpm=reuseport --enable-fhcache --enable-modules=few --enable-mods-shared="$MODS"
-build shared --enable-mpms-shared=all --with-mpm=reuseport \
-    --enable-modules=none --enable-mods-shared="authz_core authz_host mime dir status alias cgid fhcache"
+build_both() {
+    "$top/build/fetch-source.sh" "$work/src" "$PKG" "$ORIG" "$SUM" "$logs/fetch.log" \
+        || fail_setup "cannot fetch $PKG" "$logs/fetch.log"
+    rm -rf "$work/tree-static" "$work/tree-shared"
+    dpkg-source -x "$work/src/$DSC" "$work/tree-static" >"$logs/unpack.log" 2>&1 \
+        || fail_setup "dpkg-source -x $DSC failed" "$logs/unpack.log"
+    "$top/build/intree/install.sh" "$work/tree-static" >"$logs/install.log" 2>&1 \
+        || fail_setup "build/intree/install.sh failed" "$logs/install.log"
+    cp -a "$work/tree-static" "$work/tree-shared"
+
+    # httpd's smallest module set (few) and the ones the suite loads: its
+    # default set would double the build's time and is not what is tested
+    # here.  --enable-fhcache as the docs give it (with --enable-modules=none
+    # it would mean "not built").
+    build static --with-mpm=reuseport --enable-fhcache --enable-modules=few \
+        --enable-mods-shared="$MODS"
+    build shared --enable-mpms-shared=all --with-mpm=reuseport --enable-modules=none \
+        --enable-mods-shared="authz_core authz_host mime dir status alias cgid fhcache"
+}
+
+mkdir -p "$logs"
+# One build at a time (the background job's and a stage's); a build of the
+# same sources is used as it is.
+exec 9>"$work/.build.lock"
+flock 9
+key=$(source_key)
+if [ "$(cat "$work/built.key" 2>/dev/null)" = "$key" ] \
+        && [ -x "$work/inst-static/bin/httpd" ] && [ -x "$work/inst-shared/bin/httpd" ]; then
+    say "both builds of these sources (key $key) are there: $(cat "$work/built.times")"
+else
+    rm -f "$work/built.key" "$work/built.times"
+    build_both
+    echo "built at $(date -u +%H:%M:%S) UTC" >>"$work/built.times"
+    echo "$key" >"$work/built.key"
+fi
+flock -u 9
+if [ -n "$BUILD_ONLY" ]; then
+    say "0 passed, 0 failed, 0 skipped (built only)"
+    exit 0
+fi
 
 S=$work/inst-static M=$work/inst-shared
 check "static: httpd -V names the reuseport MPM" \

@@ -523,7 +523,7 @@ class Lifecycle(unittest.TestCase):
                            and time.time() < deadline):
                         time.sleep(0.3)
                     time.sleep(1)     # load on the new child before the next
-            results = under_load(h.port, 14, restarts)
+            results = under_load(h.port, restarts)
             pids.add(int(h.status()["WinNTNGChildPid"]))
             assert_no_failed_request(self, results, "graceful restart")
             self.assertGreaterEqual(len(pids), 3, h.error_log())
