@@ -57,8 +57,8 @@ fi
 
 # What later stages need built: the compat stage's httpd releases
 # (build/compat/, a few minutes of CPU each, kept in
-# /var/cache/mpm-ng/httpd), the intree stage's two httpd builds (five
-# minutes of CPU, every run: they hold this checkout's sources) and the
+# /var/cache/mpm-ng/httpd), the intree stage's two httpd builds (about
+# eight minutes of CPU, every run: they hold this checkout's sources) and the
 # Windows cross-build (about 20 minutes of CPU without
 # ~/.cache/mpm-ng/win-libs).  One job in the background, in the order the
 # stages come, at the lowest priority: it uses the CPU the Linux stages

@@ -306,9 +306,9 @@ class HttpdTestCase(unittest.TestCase):
         seen = {}
 
         def started():
-            st = h.status()
-            seen.update(st)
-            return int(st.get("BusyWorkers", 0)) + int(st.get("IdleWorkers", 0)) == n
+            seen.clear()
+            seen.update(h.status())
+            return started_count(seen) == n
         try:
             return self.wait_until(started, timeout, "BusyWorkers+IdleWorkers == %d" % n,
                                    interval=0.1)
@@ -359,9 +359,13 @@ def wait_for_log(h, text, timeout):
     return True
 
 
-def started_workers(h):
-    st = h.status()
+def started_count(st):
+    """Started worker threads in a server-status?auto dict."""
     return int(st.get("BusyWorkers", 0)) + int(st.get("IdleWorkers", 0))
+
+
+def started_workers(h):
+    return started_count(h.status())
 
 
 # ---- raw HTTP ----------------------------------------------------------------

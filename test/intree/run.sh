@@ -90,9 +90,12 @@ check() {
 }
 
 # What the two builds are made of: our sources as install.sh places them,
-# the glue, the package and this script (its configure lines).
+# the glue, the package, this script (its configure lines) and the
+# system's compiler and libraries they link.
 source_key() {
     (cd "$top" && { echo "$PKG"; cat test/intree/run.sh
+        dpkg-query -W -f '${Package} ${Version}\n' gcc libapr1-dev libaprutil1-dev \
+            libpcre2-dev libssl-dev 2>/dev/null
         find mpm_reuseport mod_fhcache common include build/intree config.m4 -type f \
             | LC_ALL=C sort | xargs sha256sum; }) | sha256sum | cut -c1-16
 }

@@ -121,8 +121,8 @@ class TwoChildren(unittest.TestCase):
 
     def test_graceful_restart_replaces_both_with_no_failed_request(self):
         """Graceful restarts under load, the load lasting until the last
-        new generation has served a while: one in make check (each takes
-        10-25 s under load on 2 cores, Wine's start of a child), two in
+        new generation has served a while: one in make check (8 s here
+        under the load, most of it Wine starting two children), two in
         make win-check."""
         h = two_children(threads=64)
         count = 1 if short_run() else 2
