@@ -122,8 +122,8 @@ class TwoChildren(unittest.TestCase):
     def test_graceful_restart_replaces_both_with_no_failed_request(self):
         """Graceful restarts under load, the load lasting until the last
         new generation has served a while: one in make check (8 s here
-        under the load, most of it Wine starting two children), two in
-        make win-check."""
+        under the load, 10-16 s beside two busy loops: Wine starting two
+        children), two in make win-check."""
         h = two_children(threads=64)
         count = 1 if short_run() else 2
         try:
