@@ -11,7 +11,15 @@ import subprocess
 import sys
 import time
 
-SPIN = "while True:\n    pass\n"
+# A hog ends with the runner however the runner ends (a killed stress run
+# left its hogs spinning): PR_SET_PDEATHSIG (1), then a check that the
+# runner, argv[1], was not gone before that.
+SPIN = ("import ctypes, os, signal, sys\n"
+        "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+        "if os.getppid() != int(sys.argv[1]):\n"
+        "    sys.exit(0)\n"
+        "while True:\n"
+        "    pass\n")
 
 
 def cpu_seconds(pid):
@@ -29,7 +37,7 @@ class CpuHogs:
 
     def __enter__(self):
         for _ in range(self.count):
-            self.procs.append(subprocess.Popen([sys.executable, "-c", SPIN],
+            self.procs.append(subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())],
                                                start_new_session=True))
         self.t0 = time.monotonic()
         return self

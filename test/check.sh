@@ -31,17 +31,35 @@ count_plain() {
 }
 
 # Each stage's wall time, printed at the end (the CI budget is watched by
-# these numbers).
+# these numbers), and the CPU time the machine spent meanwhile: all of it
+# and the background job's part (build/background.sh counts it).  On a
+# machine without the caches the run is CPU-bound: these say where it went.
 durations=()
+cpu_times=()
 CHECK_T0=$(date +%s)
+# CPU seconds (in hundredths) the machine has been busy: /proc/stat's user,
+# nice, system, irq, softirq and steal.
+busy_cs() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# The background job's, or nothing where it is not counted.
+background_cs() {
+    local f=/sys/fs/cgroup/cpuacct/mpmng-background/cpuacct.usage
+    if [ -n "${BACKGROUND_STARTED:-}" ] && [ -r "$f" ]; then
+        echo $(( $(cat "$f") / 10000000 ))
+    fi
+}
+CHECK_BUSY0=$(busy_cs)
 
 stage() {
-    local name=$1 t0; shift
+    local name=$1 t0 busy0 bg0 bg1 cpu; shift
     echo "=== $name: $*"
-    t0=$(date +%s)
+    t0=$(date +%s) busy0=$(busy_cs) bg0=$(background_cs)
     "$@" 2>&1 | tee "$LOG/$name.log"
     local rc=${PIPESTATUS[0]}
     durations+=("$name $(( $(date +%s) - t0 ))s")
+    cpu="$name $(( ($(busy_cs) - busy0) / 100 ))"
+    bg1=$(background_cs)
+    [ -z "$bg0" ] || [ -z "$bg1" ] || cpu+="/$(( (bg1 - bg0) / 100 ))"
+    cpu_times+=("${cpu}s")
     [ "$rc" -eq 0 ] || broken+=("$name")
     return "$rc"
 }
@@ -59,28 +77,36 @@ fi
 # (build/compat/, a few minutes of CPU each, kept in
 # /var/cache/mpm-ng/httpd), the intree stage's two httpd builds (about
 # eight minutes of CPU, every run: they hold this checkout's sources) and the
-# Windows cross-build (about 20 minutes of CPU without
-# ~/.cache/mpm-ng/win-libs).  One job in the background, in the order the
-# stages come, at the lowest priority: it uses the CPU the Linux stages
-# leave (build/background.sh), and each stage waits for its part (their
-# build scripts lock).  One at a time, so that what comes first is ready
-# first.
-background=()
+# Windows cross-build (about 25 minutes of CPU without
+# ~/.cache/mpm-ng/win-libs).  Built in the background at the lowest priority:
+# they use the CPU the Linux stages leave (build/background.sh), and each
+# stage waits for its part (their build scripts lock).  Two jobs: the Linux
+# builds in the order their stages come, and the Windows build beside them.
+# One job alone left a core idle through every serial step (configure
+# scripts, links) while the stages waited for it: a run without the caches
+# ended 15 minutes after the Linux stages, most of it waiting.
+linux_builds=() win_builds=()
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
-    background+=("build/compat/build-all.sh --short >'$LOG/compat-build.log' 2>&1")
+    linux_builds+=("build/compat/build-all.sh --short >'$LOG/compat-build.log' 2>&1")
 fi
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_INTREE:-}" != 1 ]; then
-    background+=("test/intree/run.sh --build-only >'$LOG/intree-build.log' 2>&1")
+    linux_builds+=("test/intree/run.sh --build-only >'$LOG/intree-build.log' 2>&1")
 fi
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
-    background+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")
+    win_builds+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")
 fi
-BACKGROUND_PID=
-if [ ${#background[@]} -gt 0 ]; then
-    BACKGROUND_PID=$(build/background.sh "$LOG/background.log" \
-                         bash -c "$(IFS=';'; echo "${background[*]}")")
-fi
-trap '[ -z "$BACKGROUND_PID" ] || kill -- -"$BACKGROUND_PID" 2>/dev/null' EXIT
+BACKGROUND_STARTED=    # its CPU time is counted from then on
+background_pids=()
+start_background() {  # $1 = its log, rest = commands run one after the other
+    local log=$1; shift
+    [ $# -gt 0 ] || return 0
+    background_pids+=("$(build/background.sh "$log" bash -c "$(IFS=';'; echo "$*")")")
+    BACKGROUND_STARTED=1
+}
+start_background "$LOG/background.log" ${linux_builds[@]+"${linux_builds[@]}"}
+start_background "$LOG/background-win.log" ${win_builds[@]+"${win_builds[@]}"}
+trap 'for p in ${background_pids[@]+"${background_pids[@]}"}; do kill -- -"$p" 2>/dev/null; done' \
+    EXIT
 
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
@@ -169,8 +195,10 @@ else
     # waits for it, then finds everything built (or builds what it left,
     # and fails with the build's own error).
     stage win-build build/win/build.sh; rc=$?
-    echo "--- the background build's log:"; cat "$LOG/background.log" "$LOG/win-build.log"
-    BACKGROUND_PID=
+    echo "--- the background build's log:"; cat "$LOG/background-win.log" "$LOG/win-build.log"
+    # Both jobs have ended (the intree stage waited for the other): their
+    # process groups are not to be killed at exit (the IDs may be reused).
+    background_pids=()
     # Built from the newest httpd source Debian offers (deb-src is on now).
     stage win-pin python3 test/build/check_win_pin.py
     count_rc $?
@@ -202,6 +230,8 @@ done
 
 echo
 echo "check: stage times: ${durations[*]}; in all $(( $(date +%s) - CHECK_T0 ))s"
+echo "check: CPU time by stage (machine/background job): ${cpu_times[*]};" \
+     "in all $(( ($(busy_cs) - CHECK_BUSY0) / 100 ))s"
 # What failed, again at the end (CI keeps only the output's tail).
 for name in ${broken[@]+"${broken[@]}"}; do
     [ -f "$LOG/$name.log" ] || continue
