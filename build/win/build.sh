@@ -29,8 +29,7 @@
 #                      ~/.cache/mpm-ng/win-libs: every checkout on the machine shares them,
 #                      so a new clone builds only httpd and our parts)
 #   MPMNG_WIN_MPM_DIR  MPM sources for "ng" (default: <repo>/mpm_winnt_ng)
-#   MPMNG_WIN_JOBS     parallel jobs of each build (default 2)
-#   MPMNG_WIN_LIB_LANES  libraries built at once (default 2)
+#   MPMNG_WIN_JOBS     parallel jobs (default 2)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -171,40 +170,6 @@ build_lib() {  # $1 = library; builds it into $LIBS/<lib>-<key> unless it is the
   echo "lib $lib: built in $(( $(now) - t0 ))s (key $key, log $LOG)"
 }
 
-# Every library not built yet, two at a time, each once those it uses are
-# built: a lone build leaves a core idle through its serial configure and
-# link steps (curl's CMake checks, APR's configure, OpenSSL's generated
-# files), and OpenSSL and curl, the longest, need nothing the others build.
-# The sources are fetched first, one at a time (apt-get runs alone).
-LIB_LANES=${MPMNG_WIN_LIB_LANES:-2}
-LIB_LONGEST="openssl curl"    # started first whenever they can be
-build_libs() {
-  local lib dep ready pid pending=() waiting=() running=0
-  local -A lib_of built
-  for lib in $LIB_LONGEST $(tr ' ' '\n' <<<"$LIB_ORDER" | grep -vxF -f <(tr ' ' '\n' <<<"$LIB_LONGEST")); do
-    if [ -f "$LIBS/$lib-${LIB_KEY[$lib]}/.key" ]; then built[$lib]=1; continue; fi
-    fetch "$(recipe_var "$lib" SOURCE)" >/dev/null
-    pending+=("$lib")
-  done
-  while [ ${#pending[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
-    waiting=()
-    for lib in ${pending[@]+"${pending[@]}"}; do
-      ready=1
-      for dep in $(recipe_var "$lib" DEPENDS); do [ -n "${built[$dep]:-}" ] || ready=; done
-      if [ -z "$ready" ] || [ "$running" -ge "$LIB_LANES" ]; then waiting+=("$lib"); continue; fi
-      build_lib "$lib" &
-      lib_of[$!]=$lib; running=$((running + 1))
-    done
-    pending=(${waiting[@]+"${waiting[@]}"})
-    [ "$running" -gt 0 ] || die "libraries waiting for one another: ${pending[*]} (DEPENDS)"
-    if ! wait -n -p pid; then
-      kill $(jobs -p) 2>/dev/null || true; wait
-      die "lib ${lib_of[$pid]} failed (log $LOGS/lib-${lib_of[$pid]}.log)"
-    fi
-    built[${lib_of[$pid]}]=1; running=$((running - 1))
-  done
-}
-
 # One prefix with every library (hard links), for httpd's build.
 merge_libs() {  # $1 = destination
   local lib tmp=$1.tmp
@@ -318,7 +283,9 @@ done
 t0=$(now)
 exec 8>"$LIBS/.lock"          # other checkouts share $LIBS
 flock 8
-build_libs
+for lib in $LIB_ORDER; do
+  build_lib "$lib"
+done
 DEPS_KEY=$(for lib in $LIB_ORDER; do echo "$lib ${LIB_KEY[$lib]}"; done | hash_text)
 if [ ! -d "$OUT/deps-$DEPS_KEY" ]; then
   merge_libs "$OUT/deps-$DEPS_KEY"
