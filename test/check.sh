@@ -73,28 +73,29 @@ if [ -n "$SAN" ]; then
     export MPMNG_LD_PRELOAD
 fi
 
-# What later stages need built: the compat stage's httpd releases
-# (build/compat/, a few minutes of CPU each, kept in
-# /var/cache/mpm-ng/httpd), the intree stage's two httpd builds (about
-# eight minutes of CPU, every run: they hold this checkout's sources) and the
-# Windows cross-build (about 25 minutes of CPU without
-# ~/.cache/mpm-ng/win-libs).  One job in the background, in the order the
-# stages come, at the lowest priority: it uses the CPU the Linux stages
-# leave (build/background.sh), and each stage waits for its part (their
-# build scripts lock).  One at a time, so that what comes first is ready
-# first: with the Windows build as a second job beside the Linux builds, a
-# run without the caches took no less (3859 s against 3842: the Linux
-# stages waited for builds that shared the CPU with one only the last
-# stages need).
+# What later stages need built: the Windows cross-build (about 25 minutes
+# of CPU without ~/.cache/mpm-ng/win-libs), the compat stage's httpd
+# releases (build/compat/, a few minutes of CPU each, kept in
+# /var/cache/mpm-ng/httpd) and the intree stage's two httpd builds (about
+# eight minutes of CPU, every run: they hold this checkout's sources).  One
+# job in the background, in the order the stages come, at the lowest
+# priority: it uses the CPU the Linux stages leave (build/background.sh),
+# and each stage waits for its part (their build scripts lock).
+# The Windows stages come first of the three: they leave a core and a half
+# idle (Wine waits: 0.6 cores for the 7 minutes of the win stage), which
+# the Linux builds after them then use.  With the Windows build last, a run
+# without the caches took 3842 s, and as a second job beside the Linux
+# builds 3859 s (6747 CPU-s, of which ~970 were a core left idle by the
+# last stages); one at a time keeps what comes first ready first.
 builds=()
+if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
+    builds+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")
+fi
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_COMPAT:-}" != 1 ]; then
     builds+=("build/compat/build-all.sh --short >'$LOG/compat-build.log' 2>&1")
 fi
 if [ -z "$SAN" ] && [ "${MPMNG_SKIP_INTREE:-}" != 1 ]; then
     builds+=("test/intree/run.sh --build-only >'$LOG/intree-build.log' 2>&1")
-fi
-if [ -z "$SAN" ] && [ "${MPMNG_SKIP_WIN:-}" != 1 ]; then
-    builds+=("build/win/build.sh >'$LOG/win-build.log' 2>&1")
 fi
 BACKGROUND_PID= BACKGROUND_STARTED=
 if [ ${#builds[@]} -gt 0 ]; then
@@ -154,10 +155,44 @@ else
     count_plain "$LOG/regress.log" || add 0 1
 fi
 
+# Windows: cross-build (cached by input hash) and run under wine64.  Not
+# part of the sanitizer run (mingw builds are not instrumented).
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
+    echo "=== win: skipped${SAN:+ (SANITIZE)}"
+else
+    # The background build holds build.sh's lock until it ends: this run
+    # waits for it, then finds everything built (or builds what it left,
+    # and fails with the build's own error).
+    stage win-build build/win/build.sh; rc=$?
+    echo "--- the background build's log:"; cat "$LOG/background.log" "$LOG/win-build.log"
+    # Built from the newest httpd source Debian offers (deb-src is on now).
+    stage win-pin python3 test/build/check_win_pin.py
+    count_rc $?
+    if [ "$rc" -eq 0 ]; then
+        # The background build's wineserver (gen_test_char ran under wine)
+        # lives in the idle cgroup: the tests must start their own.
+        WINEPREFIX=$PWD/build/win/cache/wineprefix timeout 60 /usr/lib/wine/wineserver -w \
+            || true
+        if stage win-dist build/win/dist.sh; then
+            stage win python3 -m mpmng_py.win --short
+            count_plain "$LOG/win.log" || add 0 1
+        else
+            add 0 1
+        fi
+        # httpd's regression suite under Wine, the files that exercise the
+        # MPM and the cache: stock mpm_winnt against mpm_winnt_ng with
+        # mod_fhcache, at once (`make win-regress`: all of it, four runs).
+        stage win-regress python3 -m mpmng_py.winregress stock ng+fhcache --subset mpm
+        count_plain "$LOG/win-regress.log" || add 0 1
+    else
+        add 0 1
+    fi
+fi
+
 # The older httpd releases (RHEL 8's 2.4.37 to RHEL 9's 2.4.62), one per
 # path through the httpd seam (mpmng_py/compat/seampaths.py): each built
-# (in the background since the start), our modules built with its apxs,
-# and the integration tests of what differs between releases run against
+# (in the background, after the Windows build), our modules built with its
+# apxs, and the integration tests of what differs between releases run against
 # it (`make compat`: every release, every test, httpd's regression suite).
 if [ -n "$SAN" ] || [ "${MPMNG_SKIP_COMPAT:-}" = 1 ]; then
     echo "=== compat: skipped${SAN:+ (SANITIZE)}"
@@ -182,41 +217,15 @@ else
     count_plain "$LOG/deb.log" || add 0 1
 fi
 
-# Windows: cross-build (cached by input hash) and run under wine64.  Not
-# part of the sanitizer run (mingw builds are not instrumented).
-if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
-    echo "=== win: skipped${SAN:+ (SANITIZE)}"
-else
-    # The background build holds build.sh's lock until it ends: this run
-    # waits for it, then finds everything built (or builds what it left,
-    # and fails with the build's own error).
-    stage win-build build/win/build.sh; rc=$?
-    echo "--- the background build's log:"; cat "$LOG/background.log" "$LOG/win-build.log"
-    # The job has ended: its process group is not to be killed at exit (the
-    # ID may be reused).
+# Every stage that waits for a background build has run: once the job has
+# ended, its process group is not to be killed at exit (the ID may be
+# reused).  Still running (a stage failed before it waited), it is.
+for _ in $(seq 50); do
+    [ -n "$BACKGROUND_PID" ] && kill -0 -- -"$BACKGROUND_PID" 2>/dev/null || break
+    sleep 0.2
+done
+if [ -n "$BACKGROUND_PID" ] && ! kill -0 -- -"$BACKGROUND_PID" 2>/dev/null; then
     BACKGROUND_PID=
-    # Built from the newest httpd source Debian offers (deb-src is on now).
-    stage win-pin python3 test/build/check_win_pin.py
-    count_rc $?
-    if [ "$rc" -eq 0 ]; then
-        # The background build's wineserver (gen_test_char ran under wine)
-        # lives in the idle cgroup: the tests must start their own.
-        WINEPREFIX=$PWD/build/win/cache/wineprefix timeout 60 /usr/lib/wine/wineserver -w \
-            || true
-        if stage win-dist build/win/dist.sh; then
-            stage win python3 -m mpmng_py.win --short
-            count_plain "$LOG/win.log" || add 0 1
-        else
-            add 0 1
-        fi
-        # httpd's regression suite under Wine, the files that exercise the
-        # MPM and the cache: stock mpm_winnt against mpm_winnt_ng with
-        # mod_fhcache, at once (`make win-regress`: all of it, four runs).
-        stage win-regress python3 -m mpmng_py.winregress stock ng+fhcache --subset mpm
-        count_plain "$LOG/win-regress.log" || add 0 1
-    else
-        add 0 1
-    fi
 fi
 
 for f in out/asan.* out/ubsan.*; do
