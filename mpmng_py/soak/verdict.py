@@ -129,7 +129,9 @@ def sample_lines(res):
     out = ["%d samples.  Compared like with like: for each graceful restart from "
            "%.0f s on (not the first: the parent grows once at its first restart) and "
            "the end, the median of the samples in the 40 s before it, none within 20 s "
-           "after a restart or a kill (each generation looked at in the same state); growth = "
+           "after a restart or a kill, those with the usual number of processes (each "
+           "generation looked at in the same state; not beside a child the MPM added for a "
+           "while); growth = "
            "median of the last quarter of these points over that of the first." % (
                res["nsamples"], pts[0][0] if pts else 0)]
     out += ["", "| before (s) | RSS (MiB) | descriptors | threads | processes | "
