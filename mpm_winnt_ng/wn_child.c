@@ -51,13 +51,32 @@ static void tick_connections(void)
 /* Stopping: connections still open are served until they end (parked
  * ones get their next request, with Connection: close) or time runs out;
  * then the waits left are ended. */
+/* Every few seconds of a drain: what its connections wait for, so that
+ * a stop that takes long says why. */
+static void log_draining(apr_time_t since)
+{
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf, WN_TAG
+                 "child %lu still finishing %ld connections after %" APR_TIME_T_FMT
+                 " s: %d waiting for a keep-alive request, %d for more of a "
+                 "request, %d closing, %ld in a worker thread",
+                 (unsigned long)wn_my_pid, (long)wn_stats.connections,
+                 apr_time_sec(apr_time_now() - since), wn_keepalive_count(),
+                 wn_keepalive_reading_count(), wn_close_count(),
+                 (long)wn_stats.workers_busy);
+}
+
 static void drain_connections(apr_interval_time_t limit)
 {
-    apr_time_t until = apr_time_now() + limit;
+    apr_time_t since = apr_time_now(), until = since + limit;
+    apr_time_t next_log = since + apr_time_from_sec(5);
 
     while (wn_stats.connections > 0 && apr_time_now() < until) {
         Sleep(wn_close_tick_soon() ? 25 : 50);
         tick_connections();
+        if (apr_time_now() >= next_log && wn_stats.connections > 0) {
+            log_draining(since);
+            next_log += apr_time_from_sec(5);
+        }
     }
     wn_keepalive_close_all();
     wn_close_cancel_all();

@@ -274,15 +274,17 @@ void wn_serve(wn_ctx *ctx)
 void wn_conn_readable(wn_ctx *ctx)
 {
     InterlockedIncrement(&wn_stats.workers_busy);
+    /* This worker's slot and thread, also for a close: httpd marks the
+     * handle's slot closing, and the slot of the worker that parked the
+     * connection (idle since, or serving another) would show it. */
+    ap_update_sb_handle(ctx->sbh, wn_slot, my_index);
+    attach_thread(ctx);
     if (wn_keepalive_woken(ctx) != 0) {
         ctx->cs.state = CONN_STATE_LINGER;
         ctx->c->aborted = 1;     /* timed out or reset: nothing to flush */
     }
-    else {
+    else
         ctx->cs.state = CONN_STATE_PROCESSING;
-        ap_update_sb_handle(ctx->sbh, wn_slot, my_index);
-        attach_thread(ctx);
-    }
     run(ctx);
     InterlockedDecrement(&wn_stats.workers_busy);
 }

@@ -316,6 +316,38 @@ class KeepAliveWaits(unittest.TestCase):
         finally:
             h.stop()
 
+    def test_timed_out_connections_leave_no_slot_closing(self):
+        # The worker that closes a timed-out connection marks its own
+        # scoreboard slot closing, then ready: not the slot of the worker
+        # that served the last request (idle since: 'C' until it works again).
+        h = WinHttpd(threads=8, extra="KeepAliveTimeout 1")
+        h.put("small.txt", b"c" * 100)
+        h.start()
+        socks = []
+        try:
+            for _ in range(6):
+                s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
+                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                socks.append(s)
+            for s in socks:
+                self.assertEqual(read_responses(s, 1)[0][0], 200)
+            for s in socks:
+                self.assertEqual(s.recv(100), b"")     # closed by KeepAliveTimeout
+            # A slot closing for a moment is the close under way; closing
+            # in two looks 0.5 s apart, a slot left behind (until the
+            # status request happens to land on that worker).
+            boards = []
+            for _ in range(4):
+                boards.append(h.status()["Scoreboard"])
+                time.sleep(0.5)
+            left = [i for i in range(len(boards[0]))
+                    if any(a[i] == b[i] == "C" for a, b in zip(boards, boards[1:]))]
+            self.assertEqual(left, [], "slots left closing: %s" % boards)
+        finally:
+            for s in socks:
+                s.close()
+            h.stop()
+
     def test_fallback_waits_in_the_thread(self):
         # WinNTNGTestHook keepalive-in-thread: the path taken when the
         # zero-byte receive cannot be posted; keep-alive must still work.
@@ -425,7 +457,8 @@ class Lifecycle(unittest.TestCase):
         held = []
         mods = ["authz_core", "authz_host", "mime", "dir", "status", "log_config",
                 "proxy", "proxy_http"]
-        h = WinHttpd(modules=mods, extra="GracefulShutdownTimeout 1\nProxyTimeout 120\n"
+        # 6 s of drain: long enough for the drain's progress line (every 5 s).
+        h = WinHttpd(modules=mods, extra="GracefulShutdownTimeout 6\nProxyTimeout 120\n"
                      "ProxyPass /stuck http://127.0.0.1:%d/\n" % backend.getsockname()[1])
         h.put("small.txt", b"x")
         h.start()
@@ -446,6 +479,10 @@ class Lifecycle(unittest.TestCase):
                 c.close()
             backend.close()
         self.assertIn("workers still busy", log, log[-3000:])
+        # A stop that waits says on what.
+        self.assertRegex(log, r"still finishing 1 connections after 5 s: 0 waiting for a "
+                         r"keep-alive request, 0 for more of a request, 0 closing, "
+                         r"1 in a worker thread")
         self.assertNotIn("crash:", log)
         self.assertNotIn("page fault", console)
         self.assertLess(took, 30, log[-3000:])
