@@ -48,9 +48,6 @@ static void tick_connections(void)
     ps->connections = (apr_uint32_t)wn_stats.connections;
 }
 
-/* Stopping: connections still open are served until they end (parked
- * ones get their next request, with Connection: close) or time runs out;
- * then the waits left are ended. */
 /* Every few seconds of a drain: what its connections wait for, so that
  * a stop that takes long says why. */
 static void log_draining(apr_time_t since)
@@ -65,6 +62,9 @@ static void log_draining(apr_time_t since)
                  (long)wn_stats.workers_busy);
 }
 
+/* Stopping: connections still open are served until they end (parked
+ * ones get their next request, with Connection: close) or time runs out;
+ * then the waits left are ended. */
 static void drain_connections(apr_interval_time_t limit)
 {
     apr_time_t since = apr_time_now(), until = since + limit;

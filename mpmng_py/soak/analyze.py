@@ -36,10 +36,10 @@ def excuse(failures, kills, t0):
     return per_kill
 
 
-def usual_processes(samples, col=PROCS_COL):
+def usual_processes(samples):
     """The number of server processes most samples saw (parent and one
     child per bucket, at the soak's sizing)."""
-    counts = collections.Counter(s[col] for s in samples)
+    counts = collections.Counter(s[PROCS_COL] for s in samples)
     return counts.most_common(1)[0][0] if counts else None
 
 
@@ -66,8 +66,8 @@ def restart_points(samples, restarts, kills, seconds, window=40.0, settle=20.0):
         # bucket whose connections waited (a loaded machine) brings its
         # own memory and descriptors for its ~10 s (make check on a machine
         # without caches: 4 processes in 22 of the last window's 40 samples,
-        # +22% descriptors).  Processes that stay change the usual count's
-        # windows to none, and those are compared as they are.
+        # +22% descriptors).  A window with no such sample (processes
+        # that stayed) is compared with all its samples.
         calm = [s for s in calm if s[PROCS_COL] == usual] or calm
         use = calm or near[-1:]
         if use:

@@ -16,6 +16,13 @@ SIZES = {"empty.bin": 0, "one.bin": 1, "small.txt": 500, "mid.bin": 65536,
          "large.bin": 1 << 20, "huge.bin": 10 << 20}
 
 
+def send_get(h, path="/small.txt"):
+    """A new connection to h with one GET for path sent on it."""
+    s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
+    return s
+
+
 def read_responses(sock, count, timeout=30):
     """Reads `count` HTTP/1.1 responses with Content-Length from sock."""
     sock.settimeout(timeout)
@@ -299,8 +306,7 @@ class KeepAliveWaits(unittest.TestCase):
         h.put("small.txt", b"y" * 100)
         h.start()
         try:
-            s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
-            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            s = send_get(h)
             (code, hdrs, body), = read_responses(s, 1)
             self.assertEqual((code, body), (200, b"y" * 100))
             t0 = time.time()
@@ -325,10 +331,7 @@ class KeepAliveWaits(unittest.TestCase):
         h.start()
         socks = []
         try:
-            for _ in range(6):
-                s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
-                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-                socks.append(s)
+            socks = [send_get(h) for _ in range(6)]
             for s in socks:
                 self.assertEqual(read_responses(s, 1)[0][0], 200)
             for s in socks:
@@ -358,10 +361,8 @@ class KeepAliveWaits(unittest.TestCase):
         socks = []
         try:
             for i in range(3):
-                s = socket.create_connection(("127.0.0.1", h.port), timeout=10)
-                s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-                self.assertEqual(read_responses(s, 1)[0][0], 200)
-                socks.append(s)
+                socks.append(send_get(h))
+                self.assertEqual(read_responses(socks[-1], 1)[0][0], 200)
             st = h.status()
             self.assertEqual(int(st["WinNTNGKeepAliveParked"]), 0, st)
             self.assertGreaterEqual(int(st["WinNTNGWorkersBusy"]), 3, st)
