@@ -104,7 +104,9 @@ if [ ${#builds[@]} -gt 0 ]; then
                          bash -c "$(IFS=';'; echo "${builds[*]}")")
     BACKGROUND_STARTED=1    # its CPU time is counted from here on
 fi
-trap '[ -z "$BACKGROUND_PID" ] || kill -- -"$BACKGROUND_PID" 2>/dev/null' EXIT
+LANE_PID=    # the Windows stages' lane (below)
+trap '[ -z "$BACKGROUND_PID" ] || kill -- -"$BACKGROUND_PID" 2>/dev/null
+      [ -z "$LANE_PID" ] || { pkill -TERM -P "$LANE_PID"; kill "$LANE_PID"; } 2>/dev/null' EXIT
 
 stage unit make -s unit SANITIZE="$SAN"
 count_check "$LOG/unit.log"
@@ -158,9 +160,7 @@ fi
 
 # Windows: cross-build (cached by input hash) and run under wine64.  Not
 # part of the sanitizer run (mingw builds are not instrumented).
-if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
-    echo "=== win: skipped${SAN:+ (SANITIZE)}"
-else
+windows_stages() {
     # The background build holds build.sh's lock until it ends: this run
     # waits for it, then finds everything built (or builds what it left,
     # and fails with the build's own error).
@@ -169,25 +169,70 @@ else
     # Built from the newest httpd source Debian offers (deb-src is on now).
     stage win-pin python3 test/build/check_win_pin.py
     count_rc $?
-    if [ "$rc" -eq 0 ]; then
-        # The background build's wineserver (gen_test_char ran under wine)
-        # lives in the idle cgroup: the tests must start their own.
-        WINEPREFIX=$PWD/build/win/cache/wineprefix timeout 60 /usr/lib/wine/wineserver -w \
-            || true
-        if stage win-dist build/win/dist.sh; then
-            stage win python3 -m mpmng_py.win --short
-            count_plain "$LOG/win.log" || add 0 1
-        else
-            add 0 1
-        fi
-        # httpd's regression suite under Wine, the files that exercise the
-        # MPM and the cache: stock mpm_winnt against mpm_winnt_ng with
-        # mod_fhcache, at once (`make win-regress`: all of it, four runs).
-        stage win-regress python3 -m mpmng_py.winregress stock ng+fhcache --subset mpm
-        count_plain "$LOG/win-regress.log" || add 0 1
+    if [ "$rc" -ne 0 ]; then
+        add 0 1; return
+    fi
+    touch "$LOG/win-built"
+    # The background build's wineserver (gen_test_char ran under wine)
+    # lives in the idle cgroup: the tests must start their own.
+    WINEPREFIX=$PWD/build/win/cache/wineprefix timeout 60 /usr/lib/wine/wineserver -w || true
+    if stage win-dist build/win/dist.sh; then
+        stage win python3 -m mpmng_py.win --short
+        count_plain "$LOG/win.log" || add 0 1
     else
         add 0 1
     fi
+}
+
+# A lane: stages run in a subshell beside the ones that follow, their
+# output kept in $LOG/lane-NAME.out and printed when the lane is joined,
+# their counts, failures and times added then (each stage's CPU time is
+# the machine's, so it counts the stages beside it too).
+lane_start() {
+    local name=$1; shift
+    echo "=== lane $name: $* (beside the stages that follow; its output when it ends)"
+    (   passed=0 failed=0 broken=() durations=() cpu_times=()
+        "$@" >"$LOG/lane-$name.out" 2>&1
+        declare -p passed failed broken durations cpu_times | sed 's/^declare -[-a]* /&lane_/' \
+            >"$LOG/lane-$name.state" ) &
+    LANE_PID=$!
+}
+lane_join() {
+    local name=$1 t0=$(date +%s)
+    [ -n "$LANE_PID" ] || return 0
+    wait "$LANE_PID"; LANE_PID=
+    echo "=== lane $name ended ($(( $(date +%s) - t0 ))s after the stages beside it):"
+    cat "$LOG/lane-$name.out"
+    # shellcheck disable=SC1090
+    if ! source "$LOG/lane-$name.state" 2>/dev/null; then
+        echo "check: lane $name left no state"; broken+=("lane-$name"); add 0 1; return
+    fi
+    add "$lane_passed" "$lane_failed"
+    broken+=(${lane_broken[@]+"${lane_broken[@]}"})
+    durations+=(${lane_durations[@]+"${lane_durations[@]}"})
+    cpu_times+=(${lane_cpu_times[@]+"${lane_cpu_times[@]}"})
+}
+
+# The Windows tests leave most of the machine idle (Wine waits: 0.66 cores
+# through the win stage's ~450 s), and so do deb, compat and intree (0.6
+# to 0.9 cores): they run beside each other, two lanes in all (a machine
+# with the caches: ~450 s less).  httpd's regression suite under Wine runs
+# two servers at once (1.4 cores): after both lanes, alone.
+win=1
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_WIN:-}" = 1 ]; then
+    echo "=== win: skipped${SAN:+ (SANITIZE)}"; win=
+else
+    rm -f "$LOG/win-built"
+    lane_start windows windows_stages
+fi
+
+# The Debian packages installed on this machine's apache2 (first: on a
+# machine without the caches it runs while compat waits for its builds).
+if [ -n "$SAN" ] || [ "${MPMNG_SKIP_DEB:-}" = 1 ]; then
+    echo "=== deb: skipped${SAN:+ (SANITIZE)}"
+else
+    stage deb test/deb/run.sh
+    count_plain "$LOG/deb.log" || add 0 1
 fi
 
 # The older httpd releases (RHEL 8's 2.4.37 to RHEL 9's 2.4.62), one per
@@ -202,20 +247,24 @@ else
     count_plain "$LOG/compat.log" || add 0 1
 fi
 
-# httpd built from Debian's source with mpm-ng in its tree, and the Debian
-# packages installed on this machine's apache2.  Not sanitizer runs: these
-# build their own binaries.
+# httpd built from Debian's source with mpm-ng in its tree.  Not a
+# sanitizer run: it builds its own binaries.
 if [ -n "$SAN" ] || [ "${MPMNG_SKIP_INTREE:-}" = 1 ]; then
     echo "=== intree: skipped${SAN:+ (SANITIZE)}"
 else
     stage intree test/intree/run.sh --short
     count_plain "$LOG/intree.log" || add 0 1
 fi
-if [ -n "$SAN" ] || [ "${MPMNG_SKIP_DEB:-}" = 1 ]; then
-    echo "=== deb: skipped${SAN:+ (SANITIZE)}"
-else
-    stage deb test/deb/run.sh
-    count_plain "$LOG/deb.log" || add 0 1
+
+if [ -n "$win" ]; then
+    lane_join windows
+    # httpd's regression suite under Wine, the files that exercise the
+    # MPM and the cache: stock mpm_winnt against mpm_winnt_ng with
+    # mod_fhcache, at once (`make win-regress`: all of it, four runs).
+    if [ -e "$LOG/win-built" ]; then
+        stage win-regress python3 -m mpmng_py.winregress stock ng+fhcache --subset mpm
+        count_plain "$LOG/win-regress.log" || add 0 1
+    fi
 fi
 
 # Every stage that waits for a background build has run: once the job has

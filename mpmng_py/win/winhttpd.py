@@ -133,7 +133,10 @@ AddType application/octet-stream .bin
 </Location>
 ExtendedStatus On
 ThreadsPerChild {threads}
-EnableSendfile On
+# httpd's default.  On, Wine 8 leaves the overlapped TransmitFile of a client that
+# went away pending, and a stop after a load waits Timeout for that worker
+# (docs/mod_mpm_winnt_ng.md): the tests of TransmitFile turn it on.
+EnableSendfile Off
 KeepAlive On
 KeepAliveTimeout 5
 MaxKeepAliveRequests 0

@@ -77,6 +77,7 @@ class CacheChecks:
         cls.h = WinHttpd(cls.flavour, threads=64)
         d = winpath(cls.h.docroot)
         cls.h.extra = cache_conf(
+            'EnableSendfile On\n'
             '<Directory "%s/nosendfile">\n  EnableSendfile Off\n</Directory>\n'
             '<Directory "%s/nommap">\n  EnableSendfile Off\n  EnableMMAP Off\n'
             '</Directory>\n' % (d, d))
