@@ -13,11 +13,13 @@ win-check` runs them all.
 import argparse
 import os
 import resource
+import signal
 import sys
 import time
 import unittest
 
 from mpmng_py import ROOT
+from mpmng_py.regress.procs import on_signal
 from mpmng_py.win import wintest
 from mpmng_py.win.wineprefix import PersistentWineserver
 
@@ -57,6 +59,10 @@ def main():
     # have as many descriptors as the machine allows.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    # Stopped (make check's EXIT trap ends its Windows lane so), the tests'
+    # finally blocks and the wineserver's exit still run.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     suite = unittest.defaultTestLoader.discover(TESTDIR, pattern="test_*.py")
     tests = [t for t in flat(suite) if not args.k or any(k in t.id() for k in args.k)]
     TimedResult.times = []
