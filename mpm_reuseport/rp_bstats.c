@@ -241,7 +241,8 @@ static int read_socket_drops(void)
         int defer;
 
         ok &= drops_of(b, &sk, &defer);
-        rp_drop_rule_bucket(&dbucket[b], sk, acc, table[b].queued, defer);
+        rp_drop_rule_bucket(&dbucket[b], sk, acc, table[b].queued,
+                            table[b].queue_limit, defer);
     }
     return ok;
 }

@@ -16,10 +16,14 @@ void rp_drop_rule_start(rp_drop_state *s, rp_drop_bucket *b, int n)
  * its accept queue had its bare handshake ACK discarded, and those entered
  * are the ones accepted since plus the queue's growth. */
 void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
-                         uint64_t accepted, uint32_t queued, int defer)
+                         uint64_t accepted, uint32_t queued, uint32_t limit,
+                         int defer)
 {
     uint64_t entered = accepted - b->accepted + queued;
     uint32_t rise = sk_drops - b->sk_drops;     /* wraps as the counter does */
+    /* The kernel's queue holds limit + 1; one short counts too (a burst
+     * between two samples fills the last place). */
+    int full_now = queued > 0 && queued >= limit;
 
     /* A connection accepted before its child counted it has left the
      * queue uncounted for a moment: never below nothing. */
@@ -31,6 +35,8 @@ void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
     b->accepted = accepted;
     b->queued = queued;
     b->defer = defer;
+    b->full = full_now || b->was_full;
+    b->was_full = full_now;
     b->rise = rise;
     b->noise = entered < rise ? (uint32_t)entered : rise;
     b->share = 0;
@@ -61,17 +67,36 @@ static void fit_noise(rp_drop_bucket *b, int n, uint64_t acks)
     }
 }
 
-/* Hand out up to `refusals` to the buckets, to each at most its excess,
- * the one with the most left first (a bucket whose queue is full refuses
- * everything and queues nothing).  Returns what is left. */
-static uint64_t hand_out(rp_drop_bucket *b, int n, uint64_t refusals)
+/* Who may take refusals in a round of hand_out, and up to what. */
+enum hand_out_to {
+    FULL_EXCESS,        /* buckets whose queue was full, up to their excess */
+    FULL_RISE,          /* ... up to their counter's whole rise */
+    ANY_EXCESS          /* every bucket, up to its excess */
+};
+
+/* What bucket b may still take in that round. */
+static uint32_t room_of(const rp_drop_bucket *b, enum hand_out_to to)
+{
+    uint32_t cap = to == FULL_RISE ? b->rise : b->excess;
+
+    if (to != ANY_EXCESS && !b->full) {
+        return 0;
+    }
+    return cap > b->share ? cap - b->share : 0;
+}
+
+/* Hand out up to `refusals` to the buckets the round allows, the one with
+ * the most room first (a bucket whose queue is full refuses everything and
+ * queues nothing).  Returns what is left. */
+static uint64_t hand_out(rp_drop_bucket *b, int n, uint64_t refusals,
+                         enum hand_out_to to)
 {
     while (refusals > 0) {
         uint32_t best_room = 0;
         int i, best = -1;
 
         for (i = 0; i < n; i++) {
-            uint32_t room = b[i].excess - b[i].share;
+            uint32_t room = room_of(&b[i], to);
             if (room > best_room) {
                 best_room = room;
                 best = i;
@@ -113,10 +138,16 @@ int rp_drop_rule_share(rp_drop_state *s, rp_drop_bucket *b, int n,
         fit_noise(b, n, acks >= s->acks ? acks - s->acks : 0);
         s->refused = refused;
         s->acks = acks;
-        /* What no bucket's excess holds was another server's (the
-         * namespace's other listeners) or is on its way to a socket: kept
-         * for one sample. */
-        s->carry = hand_out(b, n, new_refused + s->carry);
+        /* A full queue's excess first; then its whole rise, where the
+         * noise fitted to the namespace took the refusals' place (a queue
+         * draining after its stopped child resumed enters many connections
+         * at once); only then a queue with room (the kernel refuses there
+         * only with its SYN queue full or memory short).  What none holds
+         * was another server's (the namespace's other listeners) or is on
+         * its way to a socket: kept for one sample. */
+        s->carry = hand_out(b, n, new_refused + s->carry, FULL_EXCESS);
+        s->carry = hand_out(b, n, s->carry, FULL_RISE);
+        s->carry = hand_out(b, n, s->carry, ANY_EXCESS);
         if (s->carry > new_refused) {
             s->carry = new_refused;
         }

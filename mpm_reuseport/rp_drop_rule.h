@@ -19,7 +19,10 @@
  * namespace's new refusals to the buckets whose drop counter rose by more
  * than the discarded ACKs of the connections they queued explain (no more
  * of those in all than the namespace discarded), the largest excess first,
- * never more to a bucket than its excess.  Exact in total when the
+ * never more to a bucket than its excess; the buckets whose queue was full
+ * first, and what their excess does not hold to them still, up to their
+ * counter's rise (the kernel refuses only where a queue is full; a queue
+ * with room counts only discarded ACKs).  Exact in total when the
  * refusing listeners are ours; the split between buckets refusing in the
  * same second is an estimate (docs/mod_mpm_reuseport.md, "Buckets in
  * server-status"). */
@@ -35,8 +38,12 @@ typedef struct rp_drop_bucket {
     uint32_t sk_drops;          /* its sockets' drop counters, summed */
     uint64_t accepted;          /* connections its children had accepted */
     uint32_t queued;            /* connections waiting in its queue */
+    int was_full;               /* its queue was full (or one short) */
     /* This sample (rp_drop_rule_bucket): */
     int defer;                  /* one of its sockets defers accepting */
+    int full;                   /* its queue was full at this sample or
+                                   the last: the kernel refuses only
+                                   where a queue is full */
     uint32_t rise;              /* the drop counters' rise */
     uint32_t noise;             /* the part of it that the connections it
                                    queued explain (their discarded ACKs) */
@@ -67,10 +74,12 @@ void rp_drop_rule_start(rp_drop_state *s, rp_drop_bucket *b, int n);
 
 /* One bucket at a sample, first: the sum of its sockets' drop counters
  * (they wrap), the connections its children have accepted, those waiting
- * in its queue, and whether one of its sockets defers accepting.  Sets
- * rise and noise, clears share. */
+ * in its queue and the queue's limit (the listen backlog), and whether
+ * one of its sockets defers accepting.  Sets rise, noise and full, clears
+ * share. */
 void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
-                         uint64_t accepted, uint32_t queued, int defer);
+                         uint64_t accepted, uint32_t queued, uint32_t limit,
+                         int defer);
 
 /* Then the sample's refusals shared among the n buckets (b[].share).
  * sockets_ok: every socket's counter was read; ns_ok: then the namespace's

@@ -10,6 +10,8 @@
 #include "check_run.h"
 
 #define NB 2
+/* ListenBacklog 8: the kernel's queue holds 9. */
+#define LIMIT 8
 
 /* The counters the glue reads (rp_bstats.c), which a test moves as the
  * kernel would, and what server-status has shown so far: one per test
@@ -48,7 +50,7 @@ static int look(void)
 
     for (i = 0; i < NB; i++) {
         rp_drop_rule_bucket(&w.b[i], w.sk[i], w.accepted[i], w.queued[i],
-                            w.defer[i]);
+                            LIMIT, w.defer[i]);
     }
     known = rp_drop_rule_share(&w.st, w.b, NB, w.sockets_ok, ns_ok,
                                ns_ok ? w.refused : 0, ns_ok ? w.acks : 0);
@@ -211,6 +213,33 @@ START_TEST(retransmitted_acks_do_not_take_a_lagging_refusal)
     gives(0, 0, 5);
     w.sk[1] += 10;
     gives(0, 5, 0);
+}
+END_TEST
+
+START_TEST(a_queue_draining_after_its_child_resumed_keeps_its_refusals)
+{
+    /* make check, a loaded machine: the stopped bucket 1 was given 19 of
+     * 25 refusals, the running bucket 0 (its queue never full) 6.  Bucket
+     * 1 is full; in one interval it refuses 5 more, then its child resumes
+     * and its queue drains: 20 connections enter (the 9 and 11 retries),
+     * each ACK discarded.  Bucket 0 serves 10, whose clients were slow: 20
+     * more ACKs discarded.  The noise fitted to the namespace's 50 leaves
+     * bucket 1 no excess and bucket 0 some: the 5 are still bucket 1's. */
+    enter(1, 9);
+    gives(0, 0, 0);
+    refuse(1, 5);
+    take(1, 9);
+    serve(1, 11);
+    serve(0, 10);
+    w.sk[0] += 20;
+    w.acks += 20;
+    gives(0, 5, 0);
+    /* The queue empty two samples on: a refusal now is bucket 0's. */
+    serve(1, 5);
+    gives(0, 0, 0);
+    w.sk[0] += 4;
+    w.refused += 2;
+    gives(2, 0, 0);
 }
 END_TEST
 
@@ -467,6 +496,7 @@ static Suite *drop_rule_suite(void)
         another_servers_refusals_are_carried_one_sample_then_dropped,
         a_refusal_read_before_its_socket_shows_it_is_given_next_sample,
         retransmitted_acks_do_not_take_a_lagging_refusal,
+        a_queue_draining_after_its_child_resumed_keeps_its_refusals,
         noise_is_no_more_than_the_acks_the_namespace_discarded,
         counters_that_wrap_or_go_back_count_what_rose,
         a_queue_emptied_before_its_accepts_are_counted_explains_nothing,
