@@ -228,6 +228,30 @@ static int namespace_drops(uint64_t *refused, uint64_t *acks)
 #endif
 }
 
+/* Whether one of the bucket's listeners has its accept queue full or one
+ * short (the kernel's holds backlog + 1; a burst between two samples fills
+ * the last place): only a full queue refuses (rp_drop_rule.h).  Per
+ * listener: beside an idle Listen, a full one's sum would not show it. */
+static int queue_full(int bucket)
+{
+    int full = 0;
+#ifdef TCP_INFO
+    ap_listen_rec *lr;
+
+    for (lr = rp_buckets[bucket].listeners; lr && !full; lr = lr->next) {
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        int fd;
+        apr_os_sock_get(&fd, lr->sd);
+        if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+            full = ti.tcpi_unacked > 0 && ti.tcpi_unacked >= ti.tcpi_sacked;
+        }
+    }
+#endif
+    (void)bucket;
+    return full;
+}
+
 /* Read every bucket's drop counters into the rule (rp_drop_rule_bucket);
  * 0 if one could not be read. */
 static int read_socket_drops(void)
@@ -242,7 +266,7 @@ static int read_socket_drops(void)
 
         ok &= drops_of(b, &sk, &defer);
         rp_drop_rule_bucket(&dbucket[b], sk, acc, table[b].queued,
-                            table[b].queue_limit, defer);
+                            queue_full(b), defer);
     }
     return ok;
 }

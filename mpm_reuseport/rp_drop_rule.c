@@ -16,14 +16,11 @@ void rp_drop_rule_start(rp_drop_state *s, rp_drop_bucket *b, int n)
  * its accept queue had its bare handshake ACK discarded, and those entered
  * are the ones accepted since plus the queue's growth. */
 void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
-                         uint64_t accepted, uint32_t queued, uint32_t limit,
+                         uint64_t accepted, uint32_t queued, int full_now,
                          int defer)
 {
     uint64_t entered = accepted - b->accepted + queued;
     uint32_t rise = sk_drops - b->sk_drops;     /* wraps as the counter does */
-    /* The kernel's queue holds limit + 1; one short counts too (a burst
-     * between two samples fills the last place). */
-    int full_now = queued > 0 && queued >= limit;
 
     /* A connection accepted before its child counted it has left the
      * queue uncounted for a moment: never below nothing. */
@@ -49,7 +46,9 @@ void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
  * each SYN-ACK retransmit; as room, such noise took refusals that the
  * refusing bucket's counter showed a sample later: a bucket that refused
  * nothing was given 7 of 30 on a loaded machine), never above a bucket's
- * rise.  What is left of the buckets' rises holds every refusal of ours. */
+ * rise.  What is left of the buckets' rises holds every refusal of ours,
+ * but where the scaling moved noise onto a full queue's many connections
+ * (hand_out's FULL_RISE round). */
 static void fit_noise(rp_drop_bucket *b, int n, uint64_t acks)
 {
     uint64_t total = 0, scaled;
@@ -86,8 +85,7 @@ static uint32_t room_of(const rp_drop_bucket *b, enum hand_out_to to)
 }
 
 /* Hand out up to `refusals` to the buckets the round allows, the one with
- * the most room first (a bucket whose queue is full refuses everything and
- * queues nothing).  Returns what is left. */
+ * the most room first.  Returns what is left. */
 static uint64_t hand_out(rp_drop_bucket *b, int n, uint64_t refusals,
                          enum hand_out_to to)
 {

@@ -18,11 +18,11 @@
  * So at each sample the caller reads both, and the rule hands the
  * namespace's new refusals to the buckets whose drop counter rose by more
  * than the discarded ACKs of the connections they queued explain (no more
- * of those in all than the namespace discarded), the largest excess first,
- * never more to a bucket than its excess; the buckets whose queue was full
- * first, and what their excess does not hold to them still, up to their
- * counter's rise (the kernel refuses only where a queue is full; a queue
- * with room counts only discarded ACKs).  Exact in total when the
+ * of those in all than the namespace discarded): first to the buckets whose
+ * queue was full, up to their excess, then up to their counter's whole
+ * rise (the kernel refuses only where a queue is full), then to the others
+ * up to their excess; in each round the bucket with the most room first.
+ * Exact in total when the
  * refusing listeners are ours; the split between buckets refusing in the
  * same second is an estimate (docs/mod_mpm_reuseport.md, "Buckets in
  * server-status"). */
@@ -74,11 +74,11 @@ void rp_drop_rule_start(rp_drop_state *s, rp_drop_bucket *b, int n);
 
 /* One bucket at a sample, first: the sum of its sockets' drop counters
  * (they wrap), the connections its children have accepted, those waiting
- * in its queue and the queue's limit (the listen backlog), and whether
- * one of its sockets defers accepting.  Sets rise, noise and full, clears
- * share. */
+ * in its queue, whether one of its sockets' queues is full (or one short:
+ * the caller tells), and whether one of its sockets defers accepting.
+ * Sets rise, noise and full, clears share. */
 void rp_drop_rule_bucket(rp_drop_bucket *b, uint32_t sk_drops,
-                         uint64_t accepted, uint32_t queued, uint32_t limit,
+                         uint64_t accepted, uint32_t queued, int queue_full,
                          int defer);
 
 /* Then the sample's refusals shared among the n buckets (b[].share).
