@@ -138,23 +138,40 @@ void rp_bstats_locality(int bucket, int local)
     }
 }
 
+/* One listener's accept queue (TCP_INFO of a listening socket: unacked
+ * is the queue, sacked its limit); 0 where it cannot be read. */
+static int listener_queue(ap_listen_rec *lr, apr_uint32_t *queued,
+                          apr_uint32_t *limit)
+{
+#ifdef TCP_INFO
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int fd;
+
+    apr_os_sock_get(&fd, lr->sd);
+    if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+        *queued = ti.tcpi_unacked;
+        *limit = ti.tcpi_sacked;
+        return 1;
+    }
+#endif
+    (void)lr;
+    *queued = *limit = 0;
+    return 0;
+}
+
 void rp_bstats_queue_of(int bucket, apr_uint32_t *queued, apr_uint32_t *limit)
 {
     ap_listen_rec *lr;
+    apr_uint32_t q, lim;
 
     *queued = *limit = 0;
-#ifdef TCP_INFO
     for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
-        struct tcp_info ti;
-        socklen_t len = sizeof(ti);
-        int fd;
-        apr_os_sock_get(&fd, lr->sd);
-        if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
-            *queued += ti.tcpi_unacked;
-            *limit += ti.tcpi_sacked;
+        if (listener_queue(lr, &q, &lim)) {
+            *queued += q;
+            *limit += lim;
         }
     }
-#endif
 }
 
 /* The sum of the drop counters of the bucket's sockets (SO_MEMINFO), and
@@ -234,22 +251,15 @@ static int namespace_drops(uint64_t *refused, uint64_t *acks)
  * listener: beside an idle Listen, a full one's sum would not show it. */
 static int queue_full(int bucket)
 {
-    int full = 0;
-#ifdef TCP_INFO
     ap_listen_rec *lr;
+    apr_uint32_t q, lim;
 
-    for (lr = rp_buckets[bucket].listeners; lr && !full; lr = lr->next) {
-        struct tcp_info ti;
-        socklen_t len = sizeof(ti);
-        int fd;
-        apr_os_sock_get(&fd, lr->sd);
-        if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
-            full = ti.tcpi_unacked > 0 && ti.tcpi_unacked >= ti.tcpi_sacked;
+    for (lr = rp_buckets[bucket].listeners; lr; lr = lr->next) {
+        if (listener_queue(lr, &q, &lim) && q > 0 && q >= lim) {
+            return 1;
         }
     }
-#endif
-    (void)bucket;
-    return full;
+    return 0;
 }
 
 /* Read every bucket's drop counters into the rule (rp_drop_rule_bucket);
