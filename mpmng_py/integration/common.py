@@ -673,6 +673,13 @@ class Wrk:
             res.detail += " wrk rc=%d" % self.proc.returncode
         return res
 
+    def stop(self):
+        """End the load now and return its result: wrk ends on SIGINT as at
+        the end of its duration, with its report."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        return self.result()
+
     def kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()

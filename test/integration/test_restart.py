@@ -16,7 +16,8 @@ from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, H2Cl
 
 # Under sanitizers a restart takes seconds: slower pacing, no timing checks.
 EVERY = 3.0 if SANITIZED else 2.0
-LOAD_S = 40 if SANITIZED else 28
+# wrk's duration, a cap: a load ends when its action is done (Wrk.stop).
+LOAD_CAP_S = 120
 
 
 def conf(buckets, slow_read=False):
@@ -32,21 +33,23 @@ def conf(buckets, slow_read=False):
 
 
 class SeamlessRestart(HttpdTestCase):
-    def _load(self, h, seconds, action):
-        """New-connection and keep-alive load for `seconds`; action() runs
-        meanwhile and returns how many restarts it made.  TCP resets are
-        counted until action returns, not at the end, where wrk closing its
-        busy connections makes resets of its own."""
+    def _load(self, h, action):
+        """New-connection and keep-alive load while action() runs; it
+        returns how many restarts it made.  TCP resets are counted until
+        action returns, before wrk ends: wrk closing its busy connections
+        makes resets of its own (a load of fixed length that ended inside
+        the count, as when restarts under 2 CPU hogs were slow: 30-31
+        TCPAbortOnClose, 45-46 TcpEstabResets, 0 failed requests)."""
         url = h.url("/file.bin")
-        fresh = Wrk(url, seconds, 16, close=True, latency=True).start()
-        keep = Wrk(url, seconds, 16, latency=True).start()
+        fresh = Wrk(url, LOAD_CAP_S, 16, close=True, latency=True).start()
+        keep = Wrk(url, LOAD_CAP_S, 16, latency=True).start()
         try:
             time.sleep(0.5)
             before = tcp_counters()
             done = action()
             resets = reset_delta(before, tcp_counters())
         finally:
-            r_fresh, r_keep = fresh.result(), keep.result()
+            r_fresh, r_keep = fresh.stop(), keep.stop()
         return r_fresh, r_keep, resets, done
 
     @staticmethod
@@ -71,7 +74,7 @@ class SeamlessRestart(HttpdTestCase):
             return n
         return act
 
-    def _check(self, h, label, base, during, budget):
+    def _check(self, h, label, base, during):
         (bf, bk, bres, _), (rf, rk, rres, n) = base, during
         msg = ("%s: %d graceful restarts in %.1f s (each until its generation ran: %s s)\n"
                "      without restarts: new conns %s\n"
@@ -93,11 +96,12 @@ class SeamlessRestart(HttpdTestCase):
             # time: the median is held to 2 * EVERY (4 s).  One slow restart
             # is the machine (5.7 s once, the other nine 0.3-1.6 s, with 2
             # busy loops and a second suite beside it): the slowest is held
-            # to 4 * EVERY.
+            # to 4 * EVERY.  The ten's total is printed: under 2 CPU hogs
+            # most restarts take longer than EVERY and the pacing slips
+            # (28.6 s once); the restart bench measures their cost.
             self.assertLessEqual(sorted(self.each)[len(self.each) // 2],
                                  2 * EVERY, msg)
             self.assertLessEqual(max(self.each), 4 * EVERY, msg)
-            self.assertLessEqual(self.took, budget + 4 * EVERY, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
@@ -119,10 +123,10 @@ class SeamlessRestart(HttpdTestCase):
                        files={"file.bin": os.urandom(1024)})
         h.wait_children(2)
         self.wait_workers(h, 64)
-        base = self._load(h, 9, self._idle(7))
-        during = self._load(h, LOAD_S, self._restarts(h, 10, EVERY))
+        base = self._load(h, self._idle(7))
+        during = self._load(h, self._restarts(h, 10, EVERY))
         self._check(h, "same buckets, 0.1 s to read the configuration", base,
-                    during, 20)
+                    during)
         self.assertIn("accepting in every bucket", h.log())
 
     @reuseport_only
@@ -130,13 +134,13 @@ class SeamlessRestart(HttpdTestCase):
         h = self.httpd(conf(2), files={"file.bin": os.urandom(1024)})
         h.wait_children(2)
         self.wait_workers(h, 64)
-        base = self._load(h, 9, self._idle(7))
-        during = self._load(h, LOAD_S, self._restarts(h, 10, EVERY,
-                                                  bucket_cycle=(3, 2, 1, 2)))
+        base = self._load(h, self._idle(7))
+        during = self._load(h, self._restarts(h, 10, EVERY,
+                                              bucket_cycle=(3, 2, 1, 2)))
         # Part of the cycle has 1 bucket, hence 1 child for all new
         # connections, which the 2-bucket load without restarts does not:
         # its printed p99 is up to 3x (43.0 ms against 15.6 once, loaded).
-        self._check(h, "bucket count 2->3->2->1->2...", base, during, 20)
+        self._check(h, "bucket count 2->3->2->1->2...", base, during)
 
     @reuseport_only
     def test_bad_configuration_keeps_generation_serving(self):

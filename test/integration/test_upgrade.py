@@ -74,8 +74,10 @@ class BinaryUpgrade(HttpdTestCase):
         self.wait_workers(h, 64)
         first, fds0 = h.pid, fd_count(h.pid)
         url = h.url("/f.bin")
-        fresh = Wrk(url, 30, 16, close=True).start()
-        keep = Wrk(url, 30, 16).start()
+        # The load runs until the resets are counted (Wrk.stop): wrk closing
+        # its busy connections at the end of a fixed duration resets them.
+        fresh = Wrk(url, 120, 16, close=True).start()
+        keep = Wrk(url, 120, 16).start()
         # A download spanning several upgrades (about 12 s at 2.5 MB/s).
         dl = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download}",
                                "--limit-rate", "2500k", h.url("/big.bin")],
@@ -91,7 +93,7 @@ class BinaryUpgrade(HttpdTestCase):
                 time.sleep(max(0.0, 2.5 - took[-1]))
             resets = reset_delta(before, tcp_counters())
         finally:
-            r_fresh, r_keep = fresh.result(), keep.result()
+            r_fresh, r_keep = fresh.stop(), keep.stop()
             got = dl.communicate(timeout=60)[0]
         # Each old parent leaves once its requests are done (the download's
         # within GracefulShutdownTimeout 20).
