@@ -194,6 +194,9 @@ int rp_relief_look(apr_time_t now, int *next, rp_relief_need *need);
 /* The child started for need->bucket: its pid, 0 when no slot was free,
  * -1 when fork failed. */
 void rp_relief_started(const rp_relief_need *need, pid_t pid);
+/* The parent started a child for bucket b (any reason): it gets time to
+ * start accepting before the bucket can be found stuck. */
+void rp_relief_child_started(int b, apr_time_t now);
 /* 1 when bucket b has been fine long enough to give back a child it was
  * given; rp_relief_child_going() when one of its children is told to go. */
 int rp_relief_surplus(int b, apr_time_t now);

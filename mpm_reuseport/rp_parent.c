@@ -61,6 +61,7 @@ static void note_child_started(int slot, pid_t pid, int bucket)
     ps->quiescing = 0;
     ps->not_accepting = 0;
     ps->bucket = bucket;
+    rp_relief_child_started(bucket, apr_time_now());
     ap_run_child_status(ap_server_conf, pid, ps->generation, slot,
                         MPM_CHILD_STARTED);
 }

@@ -15,11 +15,16 @@ int rp_relief_rule_look(rp_relief_watch *w, uint32_t queued,
         return 0;
     }
     if (now - w->waiting_since < timeout
-        || (w->relieved_at && now - w->relieved_at < RP_RELIEF_HOLD)) {
+        || (w->child_started_at && now - w->child_started_at < RP_RELIEF_HOLD)) {
         return 0;
     }
-    w->relieved_at = now;
+    w->child_started_at = now;
     return 1;
+}
+
+void rp_relief_rule_child_started(rp_relief_watch *w, int64_t now)
+{
+    w->child_started_at = now;
 }
 
 int64_t rp_relief_rule_stalled_for(const rp_relief_watch *w, int64_t now)

@@ -13,21 +13,27 @@
 typedef struct rp_relief_watch {
     uint64_t seen;              /* accepted count at the last look */
     int64_t waiting_since;      /* us; 0: nothing waits without progress */
-    int64_t relieved_at;        /* us; when the last child was added */
+    int64_t child_started_at;   /* us; when its last child started */
 } rp_relief_watch;
 
-/* After adding a child, the next one waits this long (us): a child needs
- * tens of milliseconds to start accepting, and a module that blocks every
- * child must not make the parent fork as fast as it looks. */
+/* After a child started for the bucket, another waits this long (us): a
+ * child needs tens of milliseconds to start accepting (hundreds on a
+ * loaded machine), and a module that blocks every child must not make the
+ * parent fork as fast as it looks. */
 #define RP_RELIEF_HOLD 1000000
 
 /* One look at a bucket: `queued` connections wait in its kernel queue, its
  * children have accepted `accepted` in total, now is `now` (us).  Returns 1
  * when connections have waited for `timeout` (us, > 0) with nothing
- * accepted meanwhile and the bucket was not given a child within the hold:
+ * accepted meanwhile and no child of the bucket started within the hold:
  * the caller adds one. */
 int rp_relief_rule_look(rp_relief_watch *w, uint32_t queued,
                         uint64_t accepted, int64_t now, int64_t timeout);
+
+/* The parent started a child for the bucket at `now` (us), for this rule
+ * or another reason (start-up, a restart, a replacement): until it could
+ * accept, connections that wait do not make the bucket stuck. */
+void rp_relief_rule_child_started(rp_relief_watch *w, int64_t now);
 
 /* How long (us) the bucket has had connections waiting with no progress,
  * at `now`; 0 when it has not. */

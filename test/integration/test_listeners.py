@@ -2,13 +2,24 @@
 children bound to one bucket each, the ReusePort off fallback, IPv4+IPv6."""
 import os
 import re
+import shutil
 import signal
+import subprocess
 import unittest
 
 from mpmng_py import privhttpd
 from mpmng_py.integration.common import (HttpdTestCase, IS_REUSEPORT, NCPU, ipv6_loopback,
                                          listeners, mpm_directives, parallel_gets, pid_counts,
                                          reuseport_only, run_ab, ss_lines)
+
+
+def tracer_of(pid):
+    """The pid of the process tracing pid (0: none), from /proc."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return 0
 
 
 def bucket_log_lines(log, n):
@@ -426,6 +437,39 @@ class ChildrenPerBucket(HttpdTestCase):
                                  for b in (0, 1)] == ["1", "1"], 30,
                         "the added child to go")
         self.assertIn("one of its children goes", h.log())
+
+    @reuseport_only
+    @unittest.skipUnless(shutil.which("strace"), "strace not installed")
+    def test_a_child_slow_to_start_is_not_taken_for_stuck(self):
+        """A child the parent just started needs time to accept (over 50 ms
+        under 2 CPU hogs at start-up): its bucket's connections wait
+        meanwhile, yet the bucket is not stuck and gets no other child.
+        strace holds the replacement of a killed child 0.4 s in setgid
+        (dropping privileges, before it accepts)."""
+        h = self.httpd(mpm_directives(buckets=1, start=1, server_limit=4, threads=16,
+                                      thread_limit=16, max_workers=64, min_spare=1,
+                                      max_spare=64),
+                       files={"f.txt": "fine\n"})
+        (kid,) = h.wait_children(1)
+        trace = os.path.join(h.dir, "strace.txt")
+        tr = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=setgid",
+                               "-e", "inject=setgid:delay_enter=400000", "-o", trace,
+                               "-p", str(h.pid)])
+        self.addCleanup(tr.kill)
+        self.wait_until(lambda: tracer_of(h.pid) == tr.pid, 10, "strace to attach")
+        os.kill(kid, signal.SIGKILL)
+        self.wait_until(lambda: set(h.children()) - {kid}, 10, "the killed child's successor")
+        results, took = parallel_gets(h.host, h.port, 4, "/f.txt")
+        tr.terminate()
+        tr.wait(10)
+        with open(trace) as f:
+            delayed = [l for l in f if "setgid" in l and "(DELAYED)" in l]
+        msg = "4 GETs in %.2f s: %s\nstrace: %s\n%s" % (took, results, delayed, h.log_tail())
+        self.assertTrue(delayed, "strace held no setgid: " + msg)
+        self.assertTrue(all(ok for ok, _ in results), msg)
+        self.assertGreater(took, 0.2, "the connections did not wait: " + msg)
+        self.assertNotIn("started child", h.log(), msg)
+        self.assertEqual(len(h.children()), 1, msg)
 
     @reuseport_only
     def test_stuck_timeout_values(self):

@@ -92,6 +92,23 @@ START_TEST(a_new_episode_after_recovery_is_not_held_back_forever)
 }
 END_TEST
 
+START_TEST(a_child_just_started_is_given_the_hold)
+{
+    rp_relief_watch fresh = { 0, 0, 0 }, other = { 0, 0, 0 };
+    int64_t t;
+
+    /* Its bucket's connections wait while it starts: not stuck within the
+     * hold; a bucket whose child was not just started is, at 50 ms. */
+    rp_relief_rule_child_started(&fresh, T0);
+    for (t = T0; t < T0 + RP_RELIEF_HOLD; t += 25 * MS) {
+        ck_assert_int_eq(rp_relief_rule_look(&fresh, 4, 0, t, 50 * MS), 0);
+    }
+    ck_assert_int_eq(rp_relief_rule_look(&fresh, 4, 0, t, 50 * MS), 1);
+    ck_assert_int_eq(rp_relief_rule_look(&other, 4, 0, T0, 50 * MS), 0);
+    ck_assert_int_eq(rp_relief_rule_look(&other, 4, 0, T0 + 50 * MS, 50 * MS), 1);
+}
+END_TEST
+
 static Suite *relief_rule_suite(void)
 {
     Suite *su = suite_create("rp_relief_watch");
@@ -103,6 +120,7 @@ static Suite *relief_rule_suite(void)
     tcase_add_test(tc, progress_restarts_the_clock);
     tcase_add_test(tc, a_bucket_gets_at_most_one_child_per_hold);
     tcase_add_test(tc, a_new_episode_after_recovery_is_not_held_back_forever);
+    tcase_add_test(tc, a_child_just_started_is_given_the_hold);
     suite_add_tcase(su, tc);
     return su;
 }
