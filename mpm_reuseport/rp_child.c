@@ -497,6 +497,21 @@ static void join(apr_thread_t *t)
     }
 }
 
+/* A full restart or stop cuts what its grace did not finish, as stock
+ * MPMs do at once: said, so that a client's failed request (a slow one, or
+ * a child starved of CPU) can be told from a fault. */
+static void log_cut_after_grace(void)
+{
+    apr_uint32_t left = rp_conn_life_count();
+
+    if (rp_child.mode == RP_BRIEF && left) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, ap_server_conf, RP_LOG_TAG
+                     "full restart or stop: %u connection(s) not done within "
+                     "%d ms are cut (requests in progress or just arrived)",
+                     left, (int)apr_time_as_msec(RP_BRIEF_GRACE));
+    }
+}
+
 /* Graceful: the loop stops listening and returns once every connection
  * is done (requests in progress finish, answers carry Connection: close,
  * idle keep-alive connections are closed).  Brief (a full restart or
@@ -530,6 +545,7 @@ static void stop_threads(rp_stop_mode mode)
         release_workers();
     }
     if (rp_child.mode >= RP_BRIEF || rp_child.got_sigterm) {
+        log_cut_after_grace();
         rp_child.mode = RP_UNGRACEFUL;
         rp_conn_cut_running();
     }

@@ -302,6 +302,9 @@ class FullRestart(HttpdTestCase):
         self.assertLess(cut_after, 3, "the CGI request was cut %.2f s after SIGHUP"
                         % cut_after)
         self.assertEqual((r.status, r.body), (200, b"fresh\n"))
+        # Said in the log: the CGI's connection, maybe a kept-alive one.
+        self.assertRegex(h.log(), r"full restart or stop: \d+ connection\(s\) not done "
+                         r"within 250 ms are cut")
 
 
 class BusyHttp2(HttpdTestCase):
