@@ -718,16 +718,21 @@ def ss_lines(port):
     return [l for l in p.stdout.splitlines() if l.strip()]
 
 
+def proc_status(pid):
+    """/proc/PID/status as {field: value text}."""
+    with open("/proc/%d/status" % pid) as f:
+        return dict((k, v.strip()) for k, _, v in (l.partition(":") for l in f))
+
+
 def proc_ids(pid):
     """(real uid, real gid) of a process from /proc/PID/status."""
-    uid = gid = None
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("Uid:"):
-                uid = int(line.split()[1])
-            elif line.startswith("Gid:"):
-                gid = int(line.split()[1])
-    return uid, gid
+    st = proc_status(pid)
+    return int(st["Uid"].split()[0]), int(st["Gid"].split()[0])
+
+
+def tracer_of(pid):
+    """The pid of the process tracing pid (0: none)."""
+    return int(proc_status(pid).get("TracerPid", "0"))
 
 
 def proc_state(pid):

@@ -10,16 +10,7 @@ import unittest
 from mpmng_py import privhttpd
 from mpmng_py.integration.common import (HttpdTestCase, IS_REUSEPORT, NCPU, ipv6_loopback,
                                          listeners, mpm_directives, parallel_gets, pid_counts,
-                                         reuseport_only, run_ab, ss_lines)
-
-
-def tracer_of(pid):
-    """The pid of the process tracing pid (0: none), from /proc."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
+                                         reuseport_only, run_ab, ss_lines, tracer_of)
 
 
 def bucket_log_lines(log, n):

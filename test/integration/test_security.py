@@ -6,16 +6,13 @@ import tempfile
 import unittest
 
 from mpmng_py.integration.common import (CGI_BODY, CGI_FDS, HttpdTestCase, curl, mpm_directives,
-                                         proc_ids, reuseport_only, sha256, www_data_ids)
+                                         proc_ids, proc_status, reuseport_only, sha256,
+                                         www_data_ids)
 from mpmng_py.privhttpd import free_port
 
 
 def proc_groups(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("Groups:"):
-                return sorted(int(g) for g in line.split()[1:])
-    return []
+    return sorted(int(g) for g in proc_status(pid).get("Groups", "").split())
 
 
 class Privileges(HttpdTestCase):
