@@ -20,7 +20,8 @@ def _record(kind, req_id, content=b""):
 class FcgiApp:
     def __init__(self, body, content_type="text/plain"):
         self.answer = b"Content-Type: %s\r\n\r\n%s" % (content_type.encode(), body)
-        self.requests = 0
+        self.requests = 0       # answered or being answered: counted before the answer goes
+        self._count = threading.Lock()
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
@@ -61,7 +62,10 @@ class FcgiApp:
                 keep = bool(content[2] & KEEP_CONN)
             elif kind == STDIN and not length:
                 break
+        # Counted before the answer goes (a client that has it may look at
+        # once) and under a lock (+= from several connection threads).
+        with self._count:
+            self.requests += 1
         conn.sendall(_record(STDOUT, req_id, self.answer) + _record(STDOUT, req_id)
                      + _record(END_REQUEST, req_id, struct.pack(">IB3x", 0, 0)))
-        self.requests += 1
         return keep
