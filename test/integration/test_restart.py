@@ -242,16 +242,21 @@ class FullRestart(HttpdTestCase):
                 time.sleep(2)
         finally:
             res, kres = fresh.result(), keep.result()
+        said = sum(int(n) for n in re.findall(
+            r"full restart or stop: (\d+) connection\(s\) not done", h.log()))
         msg = ("3 full restarts under 50 new connections at a time: %s; under 16 "
-               "kept-alive ones: %s" % (res, kres))
+               "kept-alive ones: %s; connections the children logged as cut: %d"
+               % (res, kres, said))
         print("\n    " + msg, end=" ")
         self.assertGreater(res.requests, 1000, msg)
         self.assertGreater(kres.requests, 1000, msg)
-        # None: a request running past the grace would be cut (none of
-        # these does); a connection cut for being queued would add 50 each,
-        # a kept-alive one cut with its request 16 each.
-        self.assertEqual(res.failures, 0, msg)
-        self.assertEqual(kres.failures, 0, msg)
+        # None but those the children say they cut: a request not done
+        # within the grace is cut, as stock MPMs cut it at once (none of
+        # these needs 250 ms, but a child starved of CPU may: 1 of 42,379
+        # once in a clean-clone check with builds beside it).  A connection
+        # cut for being queued would add 50 each, a kept-alive one cut with
+        # its request 16 each, unsaid.
+        self.assertLessEqual(res.failures + kres.failures, said, msg)
 
     @reuseport_only
     def test_a_full_restart_cuts_a_long_request_and_answers_one_on_its_way(self):
