@@ -374,15 +374,15 @@ int rp_upgrade_reaped(pid_t pid, apr_exit_why_e why, int status)
         }
     }
     else {
+        if (up.ready_rd >= 0) {
+            failed();           /* the PidFile back before the line says so */
+        }
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf, RP_LOG_TAG
                      "binary upgrade failed: the new server %s %d before it "
                      "accepted (see its messages on the stderr of the process "
                      "that was signalled); this server goes on serving",
                      why == APR_PROC_EXIT ? "exited with status" : "was killed by signal",
                      status);
-        if (up.ready_rd >= 0) {
-            failed();
-        }
     }
     up.ended = 0;
     return 1;
