@@ -4,6 +4,7 @@ One place that writes a config, starts Debian's apache2 binary on a loopback
 port, waits until it really accepts, and stops exactly the processes it
 started (by PID).  Tests, the regression-suite runner and bench/ all use it.
 """
+import collections
 import fcntl
 import os
 import re
@@ -112,14 +113,22 @@ def bracket(host):
     return "[%s]" % host if ":" in host else host
 
 
+_GIVEN_PORTS = collections.deque(maxlen=256)
+
+
 def free_port(host="127.0.0.1", *more_hosts, tries=50):
     """A port the kernel just gave out on host (and also free on every one
-    of more_hosts, e.g. "::1" for a dual-stack test); good enough for
+    of more_hosts, e.g. "::1" for a dual-stack test), and not one of the
+    last given here (two calls in a row, a server's HTTP and TLS ports,
+    could get the same while neither is bound yet); good enough for
     loopback tests."""
     for _ in range(tries):
         with socket.socket(_family(host), socket.SOCK_STREAM) as s:
             s.bind((host, 0))
             port = s.getsockname()[1]
+        if port in _GIVEN_PORTS:
+            continue
+        _GIVEN_PORTS.append(port)
         try:
             for other in more_hosts:
                 with socket.socket(_family(other), socket.SOCK_STREAM) as s:

@@ -116,6 +116,9 @@ class IdleConnections(HttpdTestCase):
         the Windows build beside it: +50-100 kB each of apache2,
         libaprutil, libnss_systemd, our modules)."""
         kids = h.wait_children(1)
+        # From a started child: one just forked has its threads' stacks
+        # and arenas to come, which would be charged to the connections.
+        self.wait_workers(h, 8)
         mem = lambda: tree_memory(kids[0], pids=kids)
         conns = []
         try:

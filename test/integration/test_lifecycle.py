@@ -132,7 +132,9 @@ class ChildDeath(HttpdTestCase):
         self.assertEqual(bad, [], "%d of 50 connections failed after a child was killed"
                          % len(bad))
         self.assertLess(took, 5.5)
-        h.wait_children(2, timeout=5)
+        # Replaced; a third child (the burst left a bucket short of spare
+        # threads) is no fault.
+        self.wait_until(lambda: len(h.children()) >= 2, 5, "a replacement for the killed child")
 
 
 class Stop(HttpdTestCase):

@@ -129,6 +129,8 @@ class Buckets(HttpdTestCase):
                                               threads=10, max_workers=80, min_spare=10,
                                               max_spare=80))
                 kids = h.wait_children(start or buckets)
+                # Started: a child just forked still holds every bucket's.
+                self.wait_workers(h, 10 * (start or buckets))
                 by_sock, by_child = holders(h, h.port)
                 self.assertEqual(len(by_sock), buckets)
                 self.assertEqual(sorted(by_child), kids,
@@ -210,7 +212,9 @@ class DualStack(HttpdTestCase):
                          "\n".join(s["line"] for s in socks))
         kids = h.wait_children(buckets)
         if IS_REUSEPORT:
-            # Each child holds its bucket's socket of both addresses.
+            # Each child holds its bucket's socket of both addresses, once
+            # started (one just forked holds every bucket's).
+            self.wait_workers(h, 10 * buckets)
             by_sock, by_child = holders(h, port)
             for pid in kids:
                 self.assertEqual(len(by_child.get(pid, [])), 2,
@@ -265,7 +269,12 @@ class BucketStatus(HttpdTestCase):
         self.wait_workers(h, 20)
         results, _ = parallel_gets(h.host, h.port, 30, "/index.html", timeout=5)
         self.assertTrue(all(r[0] for r in results), results)
-        st = h.status()
+
+        def counted():      # a child counts a request once it has logged it
+            st = h.status()
+            return st if sum(int(v.split()[5]) for k, v in st.items()
+                             if re.match(r"ReusePortChild\d+$", k)) >= 30 else None
+        st = self.wait_until(counted, 5, "the 30 requests counted per child")
         self.assertEqual(st["ReusePortBuckets"], "2")
         from mpmng_py.integration.common import http_get
         page = http_get(h.host, h.port, "/server-status").body.decode()
@@ -458,7 +467,9 @@ class ChildrenPerBucket(HttpdTestCase):
         msg = "4 GETs in %.2f s: %s\nstrace: %s\n%s" % (took, results, delayed, h.log_tail())
         self.assertTrue(delayed, "strace held no setgid: " + msg)
         self.assertTrue(all(ok for ok, _ in results), msg)
-        self.assertGreater(took, 0.2, "the connections did not wait: " + msg)
+        # Waited twice ReusePortStuckTimeout (50 ms): without the hold, the
+        # relief would have come (the test may see the child late: not 0.4).
+        self.assertGreater(took, 0.1, "the connections did not wait: " + msg)
         self.assertNotIn("started child", h.log(), msg)
         self.assertEqual(len(h.children()), 1, msg)
 
@@ -506,15 +517,19 @@ class ChildrenPerBucket(HttpdTestCase):
             self.wait_until(lambda: established() == 0, 10, "connections gone")
             time.sleep(0.2)
             w = Wrk(h.url("/f.bin"), 2, conns).start()
+            seen = {}
+
+            def accepted():     # owned by a child: one still queued has no pid
+                seen["out"] = subprocess.run(["ss", "-Htnp", "state", "established",
+                                              "sport = :%d" % h.port],
+                                             capture_output=True, text=True, timeout=10).stdout
+                seen["per"] = [len(re.findall(r"pid=%d\b" % k, seen["out"])) for k in kids]
+                return sum(seen["per"]) == conns
             try:
-                self.wait_until(lambda: established() == conns, 10,
-                                "all %d connections accepted" % conns)
-                out = subprocess.run(["ss", "-Htnp", "state", "established",
-                                      "sport = :%d" % h.port],
-                                     capture_output=True, text=True, timeout=10).stdout
+                self.wait_until(accepted, 10, "all %d connections accepted" % conns)
             finally:
                 res = w.result()
-            per = [len(re.findall(r"pid=%d\b" % k, out)) for k in kids]
+            per, out = seen["per"], seen["out"]
             spreads.append(per)
             self.assertEqual(res.failures, 0, res)
             self.assertEqual(sum(per), conns, (per, out[:500]))
