@@ -93,6 +93,8 @@ typedef struct rp_bucket {
 
 typedef struct rp_dup rp_dup;   /* rp_listen.c: retained bucket sockets */
 
+#define RP_TAKEN_OVER_MAX 64
+
 /* Kept across generations (restarts), in the process pool. */
 typedef struct rp_retained {
     ap_unixd_mpm_retained_data *mpm;
@@ -117,6 +119,12 @@ typedef struct rp_retained {
     int retiring_children;       /* the old generation's ServerLimit */
     apr_time_t retiring_since;
     int slot_taken_over;         /* a new child waits for an old one's slot */
+    /* rp_parent.c: old children whose slot a new child took while they
+     * still listened (pid 0: free; bucket -1: the list was full). */
+    struct {
+        pid_t pid;
+        int bucket;
+    } taken_over[RP_TAKEN_OVER_MAX];
 } rp_retained;
 
 /* Global state of the running generation, defined in mod_mpm_reuseport.c
@@ -141,16 +149,21 @@ int rp_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
  * (open_logs), rp_parent.c (close_all, stop_deferring, fds for an
  * upgrade), rp_child.c (close_other_buckets). */
 int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup);
-/* Every listener socket's number (ints in p): all addresses, all buckets. */
+/* Every listener socket's number (ints in p): all addresses, all buckets,
+ * retired ones too, in the kernel's order. */
 apr_array_header_t *rp_listen_fds(apr_pool_t *p);
 void rp_listen_close_other_buckets(int keep_bucket);
+/* Parent: closes removed buckets' sockets on which listened_on(bucket) says
+ * no child listens any more. */
+void rp_listen_release_retired(int (*listened_on)(int bucket));
 void rp_listen_close_all(void);
 void rp_listen_stop_deferring(void);
 extern const char *rp_listen_note;   /* why fewer buckets, if so */
 
 /* rp_steer.c: new connections go to the current generation's buckets.
- * Caller: rp_listen.c, once the buckets are open. */
-void rp_steer_buckets(int nb);
+ * Caller: rp_listen.c, once the buckets are open.  0, or the error of a
+ * socket that could not be steered (logged once). */
+int rp_steer_buckets(int nb);
 
 /* rp_affinity.c: ReusePortCPUAffinity, and the locality sample.  Callers:
  * rp_listen.c (setup), rp_steer.c (map), rp_child.c (pin), rp_conn.c

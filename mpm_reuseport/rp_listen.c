@@ -3,7 +3,18 @@
  * ap_setup_listeners() sees it (core skips records already active, and still
  * closes listeners dropped from the configuration), then adds one more socket
  * per extra bucket.  Extra sockets are retained across restarts so a graceful
- * restart never closes a socket that has connections queued. */
+ * restart never closes a socket that has connections queued.
+ *
+ * A restart that lowers the bucket count keeps the removed buckets' sockets
+ * open too ("retired"), while a child of an older generation may still
+ * listen on them: the kernel's SO_REUSEPORT group keeps its sockets in the
+ * order they were opened and rp_steer.c picks among the first n, so a socket
+ * opened for a bucket added back behind a retired one still held by such a
+ * child (slow to stop) would leave the retired one in the group's first n,
+ * and the new connections the kernel gave it would wait there until that
+ * child closed it, then be reset.  A bucket added back takes its retired
+ * socket again; the parent closes retired sockets, the highest first, once
+ * no child listens on them (rp_listen_release_retired). */
 #include "rp.h"
 #include "rp_forkguard.h"
 #include "rp_inherit.h"
@@ -22,6 +33,8 @@ struct rp_dup {
     ap_listen_rec *primary;     /* core's record; survives restarts */
     apr_pool_t *pool;           /* owns the sockets below */
     int count;                  /* sockets for buckets 1..count */
+    int active;                 /* of them the current ones, 1..active; the
+                                   rest retired */
     apr_socket_t **socks;
 };
 
@@ -175,7 +188,8 @@ static rp_dup *get_dup(apr_pool_t *process_pool, ap_listen_rec *primary)
     return d;
 }
 
-/* Make sure `d` has sockets for buckets 1..want-1; close any beyond. */
+/* Make sure `d` has sockets for buckets 1..want-1, the current ones; any
+ * beyond stay open, retired. */
 static apr_status_t size_dup(rp_dup *d, int want)
 {
     apr_status_t rv;
@@ -205,16 +219,33 @@ static apr_status_t size_dup(rp_dup *d, int want)
         }
         d->count = want - 1;
     }
-    for (i = want - 1; i < d->count; i++) {
-        /* Fewer buckets now.  Children of the previous generation may still
-         * hold this socket; it really closes when they exit. */
-        apr_socket_close(d->socks[i]);
-    }
-    if (want - 1 < d->count) {
-        d->count = want - 1;
-    }
+    d->active = want - 1;
     return APR_SUCCESS;
 }
+
+/* Close d's sockets for buckets from+1 on, the highest first: those before
+ * keep their places in the kernel's group.  Children that still hold one
+ * keep it open until they close their copy. */
+static void close_dup_from(rp_dup *d, int from)
+{
+    while (d->count > from) {
+        apr_socket_close(d->socks[--d->count]);
+    }
+    if (d->active > d->count) {
+        d->active = d->count;
+    }
+}
+
+static void close_retired(void)
+{
+    rp_dup *d;
+
+    for (d = rp_state->dups; d; d = d->next) {
+        close_dup_from(d, d->active);
+    }
+}
+
+static apr_array_header_t *listen_fds(apr_pool_t *p, int with_retired);
 
 /* Close retained sockets whose Listen address left the configuration. */
 static void drop_stale_dups(void)
@@ -269,7 +300,7 @@ static int create_extra_buckets(apr_pool_t *pconf, server_rec *s, int want)
     for (lr = ap_listeners; lr; lr = lr->next) {
         rp_dup *d = find_dup(lr);
         if (d) {
-            size_dup(d, 1);
+            close_dup_from(d, 0);
         }
     }
     rp_listen_note = apr_psprintf(pconf, "SO_REUSEPORT unusable: %s; "
@@ -374,8 +405,9 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
     }
     build_buckets(pconf, nb);
     rp_affinity_setup(rp_lim.reuseport ? nb : 1);
-    if (rp_lim.reuseport && nb > 0 && !rp_listen_note) {
-        rp_steer_buckets(nb);
+    if (!(rp_lim.reuseport && nb > 0 && !rp_listen_note
+          && rp_steer_buckets(nb) == 0)) {
+        close_retired();    /* unsteered, the kernel would give them some */
     }
     if (set_nonblocking(pconf)) {
         return -1;
@@ -390,11 +422,20 @@ int rp_listen_open(apr_pool_t *pconf, server_rec *s, int startup)
     if (startup) {
         rp_inherit_close_rest();
     }
-    rp_sdstore_keep(rp_listen_fds(pconf));
+    /* A start from systemd's store wants the current buckets only. */
+    rp_sdstore_keep(listen_fds(pconf, 0));
     return 0;
 }
 
+/* In the order of the kernel's groups: a binary upgrade's new server takes
+ * them by address in this order, retired ones too, so that a bucket it
+ * adds takes the socket at that place. */
 apr_array_header_t *rp_listen_fds(apr_pool_t *p)
+{
+    return listen_fds(p, 1);
+}
+
+static apr_array_header_t *listen_fds(apr_pool_t *p, int with_retired)
 {
     apr_array_header_t *fds = apr_array_make(p, 8, sizeof(int));
     ap_listen_rec *lr;
@@ -407,7 +448,7 @@ apr_array_header_t *rp_listen_fds(apr_pool_t *p)
         }
     }
     for (d = rp_state->dups; d; d = d->next) {
-        for (i = 0; i < d->count; i++) {
+        for (i = 0; i < (with_retired ? d->count : d->active); i++) {
             if (apr_os_sock_get(&fd, d->socks[i]) == APR_SUCCESS && fd >= 0) {
                 APR_ARRAY_PUSH(fds, int) = fd;
             }
@@ -423,6 +464,22 @@ void rp_listen_close_other_buckets(int keep_bucket)
     for (i = 0; i < rp_lim.num_buckets; i++) {
         if (i != keep_bucket) {
             ap_close_listeners_ex(rp_buckets[i].listeners);
+        }
+    }
+    close_retired();
+}
+
+void rp_listen_release_retired(int (*listened_on)(int bucket))
+{
+    rp_dup *d;
+
+    for (d = rp_state->dups; d; d = d->next) {
+        while (d->count > d->active && !listened_on(d->count)) {
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf, RP_LOG_TAG
+                         "%pI: closing the socket of removed bucket %d (no "
+                         "child listens on it any more)", d->primary->bind_addr,
+                         d->count);
+            close_dup_from(d, d->count - 1);
         }
     }
 }
@@ -453,7 +510,7 @@ void rp_listen_close_all(void)
 
     ap_close_listeners();
     for (d = rp_state->dups; d; d = d->next) {
-        size_dup(d, 1);
+        close_dup_from(d, 0);
     }
     rp_forkguard_disarm();  /* those numbers may be reused from now on */
 }

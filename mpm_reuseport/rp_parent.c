@@ -27,6 +27,61 @@ static int bucket_of(int slot)
     return slot % rp_lim.num_buckets;
 }
 
+/* ---- children that may listen on a removed bucket ---------------------
+ * A restart that lowers the bucket count retires the removed buckets'
+ * sockets (rp_listen.c), closed once no child listens on them: a child of
+ * an older generation, in the scoreboard until it says it stopped
+ * accepting, or out of it once a new child took its slot, then counted
+ * until it exits (its state is no longer seen). */
+static void note_slot_taken_over(const process_score *ps)
+{
+    int i;
+
+    if (ps->not_accepting) {
+        return;
+    }
+    for (i = 0; i < RP_TAKEN_OVER_MAX; i++) {
+        if (rp_state->taken_over[i].pid == 0) {
+            rp_state->taken_over[i].pid = ps->pid;
+            rp_state->taken_over[i].bucket = ps->bucket;
+            return;
+        }
+    }
+    /* Full (many stuck children): every removed bucket counts as listened
+     * on until the last one noted exits. */
+    rp_state->taken_over[RP_TAKEN_OVER_MAX - 1].bucket = -1;
+}
+
+static void note_taken_over_gone(pid_t pid)
+{
+    int i;
+
+    for (i = 0; i < RP_TAKEN_OVER_MAX; i++) {
+        if (rp_state->taken_over[i].pid == pid) {
+            rp_state->taken_over[i].pid = 0;
+        }
+    }
+}
+
+static int old_child_listens_on(int bucket)
+{
+    int i;
+
+    for (i = 0; i < RP_TAKEN_OVER_MAX; i++) {
+        int b = rp_state->taken_over[i].bucket;
+        if (rp_state->taken_over[i].pid && (b == bucket || b < 0)) {
+            return 1;
+        }
+    }
+    for (i = 0; i < ap_scoreboard_image->global->server_limit; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+        if (ps->pid != 0 && ps->bucket == bucket && !ps->not_accepting) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- scoreboard bookkeeping ------------------------------------------- */
 
 static void note_child_killed(int slot, pid_t pid, ap_generation_t gen)
@@ -52,6 +107,7 @@ static void note_child_started(int slot, pid_t pid, int bucket)
         if (!ps->quiescing && rp_gen_retiring()) {
             rp_state->slot_taken_over = 1;
         }
+        note_slot_taken_over(ps);
         ap_run_child_status(ap_server_conf, ps->pid, ps->generation, slot,
                             MPM_CHILD_LOST_SLOT);
         ap_register_extra_mpm_process(ps->pid, ps->generation);
@@ -294,6 +350,7 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
     }
     if (slot < 0) {
         if (ap_unregister_extra_mpm_process(proc->pid, &old_gen) == 1) {
+            note_taken_over_gone(proc->pid);
             note_child_killed(-1, proc->pid, old_gen);
         }
 #if APR_HAS_OTHER_CHILD
@@ -414,6 +471,7 @@ static void server_main_loop(void)
         }
         update_max_daemons_used();
         rp_gen_hand_over_when_ready();
+        rp_listen_release_retired(old_child_listens_on);
         if (rp_upgrade_step(rp_gen_accepting_everywhere, rp_listen_fds)) {
             /* Taken over by a new server: stop as SIGWINCH would. */
             rp_state->mpm->shutdown_pending = 1;

@@ -8,8 +8,10 @@
  * connection queued there when they close would be reset.  So each
  * generation attaches a classic BPF program that picks among its own n
  * buckets only (by the connection's flow hash), and removed buckets' queues
- * just drain.  Removed sockets are always the last ones of the group, so the
- * first n positions are the current buckets.  With ReusePortCPUAffinity
+ * just drain.  Removed sockets are always the last ones of the group (they
+ * stay open while a child may listen on them, and a bucket added back takes
+ * its socket again: rp_listen.c), so the first n positions are the current
+ * buckets.  With ReusePortCPUAffinity
  * the program picks by receiving CPU instead (still among the first n). */
 #include "rp.h"
 #include "rp_cpumap.h"
@@ -82,7 +84,7 @@ static int attach_prog(int fd, struct sock_filter *code, int len)
 }
 #endif
 
-void rp_steer_buckets(int nb)
+int rp_steer_buckets(int nb)
 {
 #ifdef __linux__
     /* 1 load + up to 6 per CPU + 3 */
@@ -90,7 +92,7 @@ void rp_steer_buckets(int nb)
     const rp_cpumap *m = rp_affinity_map();
     ap_listen_rec *lr;
     static apr_uint32_t logged;
-    int len;
+    int len, failed = 0;
 
     /* Either way the program returns one of the current nb positions. */
     len = m && m->nb == nb ? by_cpu(code, m) : by_hash(code, (unsigned)nb, 1, 0);
@@ -98,6 +100,7 @@ void rp_steer_buckets(int nb)
         int fd, err;
         apr_os_sock_get(&fd, lr->sd);
         if ((err = attach_prog(fd, code, len)) != 0) {
+            failed = err;
             mpmng_log_once(&logged, APLOG_MARK, APLOG_NOTICE, err,
                            ap_server_conf, RP_LOG_TAG "cannot steer "
                            "connections to the current buckets "
@@ -108,7 +111,9 @@ void rp_steer_buckets(int nb)
                            "CPU" : "");
         }
     }
+    return failed;
 #else
     (void)nb;
+    return APR_ENOTIMPL;
 #endif
 }
