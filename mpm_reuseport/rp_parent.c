@@ -93,6 +93,8 @@ static void note_child_killed(int slot, pid_t pid, ap_generation_t gen)
         ps->pid = 0;
     }
     else {
+        /* One whose slot was taken over: reaped here, or by a stop's reclaim. */
+        note_taken_over_gone(pid);
         ap_run_child_status(ap_server_conf, pid, gen, -1, MPM_CHILD_EXITED);
     }
 }
@@ -350,7 +352,6 @@ static int child_exited(apr_proc_t *proc, apr_exit_why_e why, int status,
     }
     if (slot < 0) {
         if (ap_unregister_extra_mpm_process(proc->pid, &old_gen) == 1) {
-            note_taken_over_gone(proc->pid);
             note_child_killed(-1, proc->pid, old_gen);
         }
 #if APR_HAS_OTHER_CHILD
