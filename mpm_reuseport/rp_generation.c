@@ -16,11 +16,9 @@
 #include "apr_thread_proc.h"
 #include "http_main.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define CONFTEST_OUTPUT_MAX 8192
-#define CONFTEST_NICE 10
 
 /* ---- pipes of death per generation ------------------------------------- */
 
@@ -223,8 +221,10 @@ static apr_status_t run_conftest(apr_pool_t *p, int *code, char **out)
         return rv;
     }
     apr_file_close(wr);
-    /* Serving comes first: the test yields the CPU to the children. */
-    (void)setpriority(PRIO_PROCESS, proc.pid, CONFTEST_NICE);
+    /* Not niced: under autogroup scheduling a niced test competes with the
+     * busy children of its own session and starved for 10-20 s under load
+     * (the parent waits for it); at their priority it costs what the
+     * parent's own reading of the configuration costs. */
     for (;;) {
         apr_size_t n = CONFTEST_OUTPUT_MAX - len;
         if (n == 0 || apr_file_read(rd, buf + len, &n) != APR_SUCCESS) {
