@@ -422,12 +422,14 @@ class Httpd:
 
     def _wait_pidfile(self, timeout):
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
+            expired = time.monotonic() >= deadline   # then one last look
             pid = self.pidfile_pid()
             if pid and pid_alive(pid):
                 return pid
+            if expired:
+                raise RuntimeError("no pidfile after %ss\n%s" % (timeout, self.log_tail()))
             time.sleep(0.05)
-        raise RuntimeError("no pidfile after %ss\n%s" % (timeout, self.log_tail()))
 
     def send_signal(self, sig):
         os.kill(self.pid, sig)
@@ -438,13 +440,16 @@ class Httpd:
     def wait_children(self, count, timeout=20):
         """Wait until the parent has `count` live children; returns them."""
         deadline = time.monotonic() + timeout
-        kids = []
-        while time.monotonic() < deadline:
+        while True:
+            # Looked at once more after the deadline: a runner that was
+            # not scheduled for the whole wait must not fail unseen.
+            expired = time.monotonic() >= deadline
             kids = self.children()
             if len(kids) == count:
                 return kids
+            if expired:
+                raise RuntimeError("expected %d children, have %s" % (count, kids))
             time.sleep(0.05)
-        raise RuntimeError("expected %d children, have %s" % (count, kids))
 
     def generation_count(self):
         """How many times the parent said it resumed normal operations."""
@@ -456,14 +461,17 @@ class Httpd:
         before = self.generation_count()
         self.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
+            expired = time.monotonic() >= deadline   # then one last look
             if self.generation_count() > before:
                 return True
             if not pid_alive(self.pid):
                 raise RuntimeError("httpd parent %d died during the graceful restart: %s\n%s"
                                    % (self.pid, how_it_ended(self.pid), self.log_tail()))
+            if expired:
+                raise RuntimeError("graceful restart not finished in %ss\n%s"
+                                   % (timeout, self.log_tail()))
             time.sleep(0.05)
-        raise RuntimeError("graceful restart not finished\n" + self.log_tail())
 
     def processes(self):
         """The parent and its current children."""

@@ -6,6 +6,7 @@ crash/sanitizer checks, raw HTTP over sockets, load generation with real
 clients (ab, wrk) and parsing of their results, listener inspection with
 ss, access-log and TCP-counter helpers.
 """
+import datetime
 import glob
 import hashlib
 import os
@@ -357,6 +358,21 @@ def wait_for_log(h, text, timeout):
             return False
         time.sleep(0.05)
     return True
+
+
+_LOG_STAMP = re.compile(r"^\[(\w{3} \w{3} \d{2} \d{2}:\d{2}:\d{2}\.\d+ \d{4})\]")
+
+
+def log_times(log, text):
+    """The times (seconds since the epoch, as time.time()) of the error
+    log's lines that contain text, in order."""
+    times = []
+    for line in log.splitlines():
+        m = _LOG_STAMP.match(line)
+        if m and text in line:
+            stamp = datetime.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S.%f %Y")
+            times.append(stamp.timestamp())
+    return times
 
 
 def started_count(st):

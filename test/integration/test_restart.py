@@ -10,7 +10,7 @@ import time
 
 from mpmng_py.integration.common import (CGI_SLOW, H2_RACE_LOST, SANITIZED, H2Clients,
                                          HttpdTestCase, ResponseReader, Wrk, connect, http_get,
-                                         listeners, parallel_gets, started_count,
+                                         listeners, log_times, parallel_gets, started_count,
                                          h2c_file_directives, mpm_directives, needs_modules,
                                          request_bytes,
                                          reset_delta, reuseport_only, tcp_counters, wait_for_log)
@@ -60,7 +60,7 @@ class SeamlessRestart(HttpdTestCase):
     def _restarts(self, h, n, every, bucket_cycle=None):
         def act():
             t0 = time.monotonic()
-            self.each = []
+            self.each, self.sent = [], []
             for i in range(n):
                 # Paced by the clock: a restart itself takes a while.
                 time.sleep(max(0.0, t0 + every * (i + 1) - time.monotonic()))
@@ -68,12 +68,25 @@ class SeamlessRestart(HttpdTestCase):
                     h.directives = conf(bucket_cycle[i % len(bucket_cycle)])
                     h.write_config()
                 t1 = time.monotonic()
+                self.sent.append(time.time())
                 h.graceful()
                 self.each.append(time.monotonic() - t1)
             self.took = time.monotonic() - t0
             time.sleep(1)   # the last old generation leaves
             return n
         return act
+
+    def _restart_phases(self, h):
+        """Seconds the restarts spent in configuration tests (signal sent
+        to "SIGUSR1 received") and in the parent's readings (from there to
+        its next "resuming" line), each summed over the restarts."""
+        log = h.log()
+        received = log_times(log, "SIGUSR1 received")
+        resumed = log_times(log, "resuming normal operations")[1:]
+        self.assertEqual((len(received), len(resumed)), (len(self.sent),) * 2, log[-3000:])
+        tested = sum(r - s for s, r in zip(self.sent, received))
+        read = sum(d - r for r, d in zip(received, resumed))
+        return tested, read
 
     def _check(self, h, label, base, during):
         (bf, bk, bres, _), (rf, rk, rres, n) = base, during
@@ -86,32 +99,30 @@ class SeamlessRestart(HttpdTestCase):
                "      TCP resets with restarts: %s"
                % (label, n, self.took, ", ".join("%.1f" % t for t in self.each),
                   bf, bk, rf, rk, bres, rres))
-        print("\n    " + msg, end=" ")
         self.assertEqual(n, 10, msg)
+        # Each restart: the configuration test (httpd -t) from the signal
+        # to "SIGUSR1 received", then the parent's own reading to its
+        # "resuming" line.  Both read the same files at the same priority,
+        # so together the tests take about what the readings take, however
+        # loaded the machine; a test starved behind the busy children (it
+        # ran niced: 10-20 s each, 3 of 6 runs under 2 CPU hogs) or a wait
+        # for the old generation before it is many times more.  Times under
+        # 2 CPU hogs, each restart 0.3-7.5 s, are printed; the restart
+        # bench measures their cost.
+        # (Not under sanitizers: a test's exit scans for leaks there.)
+        tested, read = self._restart_phases(h)
+        msg += "\n      configuration tests %.1f s, readings %.1f s" % (tested, read)
+        print("\n    " + msg, end=" ")
         if not SANITIZED:
-            # Each restart until its new generation runs: reading the
-            # configuration (0.1 s idle) competes with the load for 2 cores
-            # (medians 0.3-0.7 s in clean-clone checks; 1.02 s for the
-            # in-tree build beside the Windows build, one of 2.7 s).  A
-            # stall behind the old generation would be many seconds, every
-            # time: the median is held to 2 * EVERY (4 s).  One slow restart
-            # is the machine (5.7 s once, the other nine 0.3-1.6 s, with 2
-            # busy loops and a second suite beside it): the slowest is held
-            # to 4 * EVERY.  The ten's total is printed: under 2 CPU hogs
-            # most restarts take longer than EVERY and the pacing slips
-            # (28.6 s once); the restart bench measures their cost.
-            self.assertLessEqual(sorted(self.each)[len(self.each) // 2],
-                                 2 * EVERY, msg)
-            self.assertLessEqual(max(self.each), 4 * EVERY, msg)
+            self.assertLessEqual(tested, 3 * read + 2.0, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
-        # No connection reset once established, none aborted.  An RST sent
-        # for no such connection (2 once in a clean-clone check, with 0
-        # failed requests and TcpEstabResets 0: a late packet for a
-        # socket already gone) is within a small bound.
+        # No connection reset once established, none aborted (client and
+        # server share this namespace: either end counts).  TcpOutRsts,
+        # printed, also counts RSTs that reset no accepted connection
+        # (traced: refused SYNs, a client in SYN_SENT answering a stale ACK).
         self.assertEqual(sum(v for k, v in rres.items() if k != "TcpOutRsts"), 0, msg)
-        self.assertLessEqual(rres.get("TcpOutRsts", 0), 3, msg)
         # p99 with and without restarts is printed, not asserted: on 2
         # noisy cores the machine's other load can rise between the two
         # measurements (keep-alive p99 33 ms before, 166 ms during once).
