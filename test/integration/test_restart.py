@@ -103,18 +103,20 @@ class SeamlessRestart(HttpdTestCase):
         # Each restart: the configuration test (httpd -t) from the signal
         # to "SIGUSR1 received", then the parent's own reading to its
         # "resuming" line.  Both read the same files at the same priority,
-        # so together the tests take about what the readings take, however
-        # loaded the machine; a test starved behind the busy children (it
-        # ran niced: 10-20 s each, 3 of 6 runs under 2 CPU hogs) or a wait
-        # for the old generation before it is many times more.  Times under
-        # 2 CPU hogs, each restart 0.3-7.5 s, are printed; the restart
-        # bench measures their cost.
+        # so the tests take about what the readings take, however loaded
+        # the machine, plus starting a process (0.13-0.17 s each under 2
+        # CPU hogs with a small configuration); a test starved behind the
+        # busy children (it ran niced: 10-20 s each, 3 of 6 runs under 2
+        # CPU hogs) or a wait for the old generation before it is many
+        # times more.  Times under 2 CPU hogs (each restart 0.3-7.5 s with
+        # the slow configuration) are printed; the restart bench measures
+        # their cost.
         # (Not under sanitizers: a test's exit scans for leaks there.)
         tested, read = self._restart_phases(h)
         msg += "\n      configuration tests %.1f s, readings %.1f s" % (tested, read)
         print("\n    " + msg, end=" ")
         if not SANITIZED:
-            self.assertLessEqual(tested, 3 * read + 2.0, msg)
+            self.assertLessEqual(tested, 3 * read + 0.5 * n, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
