@@ -63,6 +63,8 @@ def server_env():
     `make check SANITIZE=1` exported MPMNG_LD_PRELOAD (the apache2 binary
     is not instrumented, so libasan must be preloaded for our DSO)."""
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+    if "TZ" in os.environ:
+        env["TZ"] = os.environ["TZ"]    # its log's local time is the tests'
     preload = os.environ.get("MPMNG_LD_PRELOAD")
     if preload:
         _sanitizer_dir_writable()
@@ -459,6 +461,7 @@ class Httpd:
         """SIGUSR1; returns once the new generation logged it is running.
         Raises if that does not happen in time or the parent dies."""
         before = self.generation_count()
+        self.signalled_at = time.time()     # the log's clock, for its stamps
         self.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout
         while True:

@@ -68,25 +68,26 @@ class SeamlessRestart(HttpdTestCase):
                     h.directives = conf(bucket_cycle[i % len(bucket_cycle)])
                     h.write_config()
                 t1 = time.monotonic()
-                self.sent.append(time.time())
                 h.graceful()
                 self.each.append(time.monotonic() - t1)
+                self.sent.append(h.signalled_at)
             self.took = time.monotonic() - t0
             time.sleep(1)   # the last old generation leaves
             return n
         return act
 
     def _restart_phases(self, h):
-        """Seconds the restarts spent in configuration tests (signal sent
-        to "SIGUSR1 received") and in the parent's readings (from there to
-        its next "resuming" line), each summed over the restarts."""
+        """Per restart, the seconds of its configuration test (signal sent
+        to "SIGUSR1 received") and of the parent's reading (from there to
+        its next "resuming" line); None if the log has not one of each per
+        signal."""
         log = h.log()
         received = log_times(log, "SIGUSR1 received")
         resumed = log_times(log, "resuming normal operations")[1:]
-        self.assertEqual((len(received), len(resumed)), (len(self.sent),) * 2, log[-3000:])
-        tested = sum(r - s for s, r in zip(self.sent, received))
-        read = sum(d - r for r, d in zip(received, resumed))
-        return tested, read
+        if not len(received) == len(resumed) == len(self.sent):
+            return None
+        return ([r - s for s, r in zip(self.sent, received)],
+                [d - r for r, d in zip(received, resumed)])
 
     def _check(self, h, label, base, during):
         (bf, bk, bres, _), (rf, rk, rres, n) = base, during
@@ -99,7 +100,6 @@ class SeamlessRestart(HttpdTestCase):
                "      TCP resets with restarts: %s"
                % (label, n, self.took, ", ".join("%.1f" % t for t in self.each),
                   bf, bk, rf, rk, bres, rres))
-        self.assertEqual(n, 10, msg)
         # Each restart: the configuration test (httpd -t) from the signal
         # to "SIGUSR1 received", then the parent's own reading to its
         # "resuming" line.  Both read the same files at the same priority,
@@ -107,16 +107,24 @@ class SeamlessRestart(HttpdTestCase):
         # the machine, plus starting a process (0.13-0.17 s each under 2
         # CPU hogs with a small configuration); a test starved behind the
         # busy children (it ran niced: 10-20 s each, 3 of 6 runs under 2
-        # CPU hogs) or a wait for the old generation before it is many
-        # times more.  Times under 2 CPU hogs (each restart 0.3-7.5 s with
-        # the slow configuration) are printed; the restart bench measures
-        # their cost.
-        # (Not under sanitizers: a test's exit scans for leaks there.)
-        tested, read = self._restart_phases(h)
-        msg += "\n      configuration tests %.1f s, readings %.1f s" % (tested, read)
+        # CPU hogs) or a wait before it is many times more.  A reading
+        # (0.1 s of CPU with the slow configuration) is held to 4 * EVERY:
+        # under 2 CPU hogs a whole restart took 0.3-7.5 s, both halves.
+        # The restart bench measures their cost.
+        phases = self._restart_phases(h)
+        if phases:
+            tested, read = phases
+            msg += ("\n      configuration tests %.1f s, readings %.1f s (longest %.1f s)"
+                    % (sum(tested), sum(read), max(read)))
         print("\n    " + msg, end=" ")
+        self.assertEqual(n, 10, msg)
+        self.assertIsNotNone(phases, "a signal without its two lines\n" + h.log()[-3000:])
+        # Both clocks agree (a time zone that differs would show here).
+        self.assertGreaterEqual(min(tested + read), -0.01, msg)
         if not SANITIZED:
-            self.assertLessEqual(tested, 3 * read + 0.5 * n, msg)
+            # (Timing is not checked with the sanitizer runtimes loaded.)
+            self.assertLessEqual(sum(tested), 3 * sum(read) + 0.5 * n, msg)
+            self.assertLessEqual(max(read), 4 * EVERY, msg)
         for r in (rf, rk):
             self.assertGreater(r.requests, 1000, msg)
             self.assertEqual(r.failures, 0, msg)
