@@ -394,6 +394,30 @@ def check_readme(root, problems):
                             % p)
 
 
+def check_results_block(root, problems):
+    """What `mpmng_py.bench --update-doc` rewrites holds only its own output
+    (one '## Latest results' section): anything else there is lost on the
+    next update."""
+    path = os.path.join(root, "docs", "PERFORMANCE.md")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return
+    a, b = text.find("<!-- BEGIN RESULTS"), text.find("<!-- END RESULTS -->")
+    if a < 0 and b < 0:
+        return
+    if a < 0 or b < a:
+        problems.append("docs/PERFORMANCE.md: results markers missing or out of order")
+        return
+    heads = re.findall(r"^## .*$", text[a:b], flags=re.M)
+    for h in heads:
+        if h != "## Latest results":
+            problems.append("docs/PERFORMANCE.md: '%s' is inside the block "
+                            "`bench --update-doc` rewrites; move it after "
+                            "<!-- END RESULTS -->" % h)
+
+
 def check(root, pages=PAGES, macros=MACROS, headers=MACRO_HEADERS,
           include_dir=None):
     """Returns (problems, documented directive count, notes)."""
@@ -414,6 +438,7 @@ def check(root, pages=PAGES, macros=MACROS, headers=MACRO_HEADERS,
             problems.append("%s/: no directives found (parser broken?)" % src)
         documented += check_page(root, page, regs, src_dir, problems)
     check_readme(root, problems)
+    check_results_block(root, problems)
     return problems, documented, notes
 
 
@@ -487,11 +512,17 @@ def fake_tree(good):
         f.write(page)
     with open(os.path.join(root, "docs", "extra.md"), "w") as f:
         f.write("# extra\n")
-    readme = "# fake\n\n- [fake](docs/mod_fake.md)\n"
+    readme = ("# fake\n\n- [fake](docs/mod_fake.md)\n"
+              "- [perf](docs/PERFORMANCE.md)\n")
     if good:
         readme += "- [extra](./docs/extra.md#top)\n"
     with open(os.path.join(root, "README.md"), "w") as f:
         f.write(readme)
+    kept = "" if good else "## Kept by hand\n\n"
+    with open(os.path.join(root, "docs", "PERFORMANCE.md"), "w") as f:
+        f.write("# Performance\n\n<!-- BEGIN RESULTS -->\n" + kept
+                + "## Latest results\n\n### Throughput\n<!-- END RESULTS -->\n"
+                + "## Kept by hand, after\n")
     if good:
         with open(os.path.join(root, "mod_fake", "reads.c"), "w") as f:
             f.write("int n(void) { return ap_max_requests_per_child; }\n")
@@ -517,6 +548,8 @@ def self_test():
         ("core directive not read", r"'### MaxMemFree'.*never reads it"),
         ("page not linked", r"does not link docs/extra\.md"),
         ("unmapped source directory", r"mod_unmapped/: registers directives"),
+        ("section inside the bench's results",
+         r"'## Kept by hand' is inside the block"),
     ]
     unexpected = [("commented-out entry", r"FakeCommentedOut"),
                   ("heading inside a code block", r"NotAHeading"),
