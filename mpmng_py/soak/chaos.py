@@ -1,8 +1,8 @@
 """What happens to the server during the soak, each in its own thread:
 a deploy of the versioned file by rename-over every few seconds, a
-graceful restart (SIGUSR1) every minute, and now and then a SIGKILL of one
-child, with the connections that child held noted first (so that only
-requests in flight on them are excused)."""
+graceful restart (SIGUSR1) every minute (one in a shorter run), and now
+and then a SIGKILL of one child, with the connections that child held
+noted first (so that only requests in flight on them are excused)."""
 import os
 import random
 import re
@@ -82,7 +82,10 @@ class Restarter(Periodic):
 
     def schedule(self):
         # Not in the last 5 s: the run ends with a settled generation.
-        return [self.every * i for i in range(1, int((self.seconds - 5) / self.every) + 1)]
+        out = [self.every * i for i in range(1, int((self.seconds - 5) / self.every) + 1)]
+        # At least one in every run of 10 s or more: make check-stress runs
+        # the soak for a minute, and restarts are what a loaded machine breaks.
+        return out or ([round(self.seconds / 2, 1)] if self.seconds >= 10 else [])
 
     def tick(self):
         self.old |= set(self.h.children())

@@ -8,11 +8,12 @@ TLS, HTTP/2, CGI by mod_cgid, a reverse proxy to a second private httpd)
 and for the given time drives it with keep-alive and new-connection GETs
 (500 B, 16 KiB, 1 MiB, bodies checked), HTTPS, HTTP/2 over TLS and h2c
 (curl), CGI, proxied GETs and uploads (checked by sha256), while it gets a
-graceful restart every 60 s, a deploy of a versioned file by rename-over
-every 5 s and now and then a SIGKILL of one child (randomised, seed
-printed).  Every failure is recorded; a failure is excused only if it was
-in flight on a connection the killed child held (listed with ss before the
-kill).  RSS and open descriptors are sampled every 2 s.
+graceful restart every 60 s (one halfway through a shorter run), a deploy
+of a versioned file by rename-over every 5 s and now and then a SIGKILL of
+one child (randomised, seed printed).  Every failure is recorded; a
+failure is excused only if it was in flight on a connection the killed
+child held (listed with ss before the kill).  RSS and open descriptors are
+sampled every 2 s.
 
 Results go to out/soak/<timestamp>/ (summary.md, samples.tsv, procs.tsv,
 soak.png, failures.tsv, retries.tsv, events.tsv, errorlog.tsv, error_log).

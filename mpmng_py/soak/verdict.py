@@ -54,6 +54,9 @@ def growth_check(name, g, scale, unit):
 def checks(run, res):
     unexcused = [f for f in run.rec.failures if f["excused_by"] is None]
     health = run.restarter.failed + run.killer.failed + res["leftover"] + res["health"]
+    planned, sent = len(run.restarter.schedule()), len(run.events.times("restart"))
+    if sent < planned:
+        health.append("%d of %d planned graceful restarts sent" % (sent, planned))
     idle_kinds = [k for k in res["kinds"] if run.rec.ok[k] == 0]
     growth = [growth_check("RSS growth, last 2/3 of the run", res["rss"], 1024, " MiB"),
               growth_check("open descriptors growth, last 2/3", res["fds"], 1, "")]
