@@ -50,7 +50,7 @@ static struct {
     volatile sig_atomic_t got_sigterm;
     volatile apr_time_t cut_at; /* RP_BRIEF: what is left is cut then */
     volatile apr_time_t stopping_at; /* modules are told then (loop) */
-    apr_time_t retired_at;      /* a graceful stop began then */
+    volatile apr_time_t retired_at; /* a stop began then (0: not yet) */
     volatile int draining;      /* answers carry Connection: close */
     volatile int starter_may_exit;
     pid_t parent;               /* the parent that forked this child */
@@ -101,10 +101,21 @@ static void catch_sigterm(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Ask the main thread to stop this child (from any thread). */
+/* When the stop began, set before the mode says so: retiring() counts its
+ * RP_RETIRING_KEEP from it. */
+static void note_stop_began(void)
+{
+    if (!rp_child.retired_at) {
+        rp_child.retired_at = apr_time_now();
+    }
+}
+
+/* Ask the main thread to stop this child (from any thread).  The loop
+ * thread acts on the mode at once, before the main thread wakes. */
 static void request_stop(rp_stop_mode mode)
 {
     if (rp_child.mode < mode) {
+        note_stop_began();
         rp_child.mode = mode;
     }
     kill(getpid(), SIGTERM);
@@ -277,9 +288,12 @@ static void publish_counts(void)
 
 static int retiring(void)
 {
+    /* 0 when read before the time its writer set first: just begun */
+    apr_time_t began = rp_child.retired_at;
+
     return rp_child.mode == RP_GRACEFUL && !rp_child.got_sigterm
            && !rp_child.parent_gone
-           && apr_time_now() < rp_child.retired_at + RP_RETIRING_KEEP
+           && (!began || apr_time_now() < began + RP_RETIRING_KEEP)
            && ap_scoreboard_image->global->running_generation
               == rp_state->mpm->my_generation;
 }
@@ -526,7 +540,7 @@ static void stop_threads(rp_stop_mode mode)
     rp_child.starter_may_exit = 1;
     join(rp_child.starter);
     rp_child.cut_at = apr_time_now() + RP_BRIEF_GRACE;
-    rp_child.retired_at = apr_time_now();
+    note_stop_began();
     rp_child.mode = mode;
     rp_child.draining = 1;
     /* Modules ask this to end their connections: mod_http2 sends GOAWAY
