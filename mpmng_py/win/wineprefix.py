@@ -6,9 +6,11 @@ do can reach the prefix other tests use.  A private prefix's services.exe
 is booted with WINEDEBUG=+eventlog and its output kept: Wine's ReportEvent
 only writes the event text there, which is how tests see the event log."""
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -96,14 +98,32 @@ class WinePrefix:
 
     def run(self, *args, timeout=240):
         """(exit code, output) of a wine command.  Output goes through a
-        file: a pipe could be held open by a process the command starts."""
+        file: a pipe could be held open by a process the command starts.
+        Wine's own errors are in it (WINEDEBUG err): a command that failed
+        with no output of its own (CI, stop 55) then says why."""
+        env = dict(self.env, WINEDEBUG=os.environ.get("WINEDEBUG", "err+all,fixme-all"))
         with tempfile.TemporaryFile() as out:
             r = subprocess.run([WINE] + list(args), stdin=subprocess.DEVNULL,
                                stdout=out, stderr=subprocess.STDOUT,
-                               env=winhttpd.wine_env(self.env),
-                               timeout=timeout)
+                               env=winhttpd.wine_env(env), timeout=timeout)
             out.seek(0)
             return r.returncode, out.read().decode(errors="replace")
+
+    def reg_query(self, key, tries=3):
+        """(exit code, output) of `reg query key`, run again (at most tries
+        times) while reg printed nothing of its own.  It prints the key or
+        an error ("Unable to find ..."); once in CI (stop 55) it printed
+        nothing for a key that was there, never in 4,600 queries here: that
+        is Wine losing the tool's output or the tool, not an answer about
+        the key.  Wine's own lines are shown."""
+        for attempt in range(1, tries + 1):
+            rc, out = self.run("reg", "query", key)
+            if not_wines(out).strip():
+                return rc, out
+            print("\n    note: reg query %s printed nothing of its own (exit %d, try %d of %d)%s"
+                  % (key, rc, attempt, tries, "; Wine said: " + out.strip() if out.strip() else ""),
+                  end=" ", file=sys.stderr)
+        return rc, out
 
     def event_log(self):
         with open(self.boot_log, errors="replace") as f:
@@ -123,6 +143,14 @@ class WinePrefix:
             except OSError:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+WINE_DEBUG_LINE = re.compile(r"[0-9a-f]{4}:(err|fixme|warn|trace):")
+
+
+def not_wines(out):
+    """out without the lines of Wine's debug channels."""
+    return "".join(l for l in out.splitlines(True) if not WINE_DEBUG_LINE.match(l))
 
 
 def wait_until(what, timeout=60, step=0.5):

@@ -49,7 +49,12 @@ class Service(unittest.TestCase):
         self.fail(out)
 
     def reg(self, key):
-        return self.pfx.run("reg", "query", key)
+        return self.pfx.reg_query(key)
+
+    def assert_no_key(self, key):
+        rc, out = self.reg(key)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("Unable to find", out)
 
     def hello(self):
         r = subprocess.run(["curl", "-sS", "-m", "10", "http://127.0.0.1:%d/"
@@ -72,6 +77,7 @@ class Service(unittest.TestCase):
         self.assertIn("httpd.exe\" -k runservice", out)
         self.assertRegex(out, r"Start\s+REG_DWORD\s+0x2")      # auto start
         rc, out = self.reg(SERVICES_KEY + "\\" + self.name + "\\Parameters")
+        self.assertEqual(rc, 0, out)
         self.assertIn("-f\\0" + winpath(self.h.conf), out)
         # the default ServerRoot (-d) is worked out at each start, not stored
         self.assertNotIn("-d\\0", out)
@@ -91,6 +97,7 @@ class Service(unittest.TestCase):
                              "-f", winpath(self.h.conf), "-D", "WNSVC")
         self.assertEqual(rc, 0, out)
         rc, out = self.reg(SERVICES_KEY + "\\" + self.name + "\\Parameters")
+        self.assertEqual(rc, 0, out)
         self.assertIn(winpath(self.h.conf) + "\\0-D\\0WNSVC", out)
 
     def test_04_start_serves_requests(self):
@@ -165,11 +172,8 @@ class Service(unittest.TestCase):
         self.assertIn("removed", out)
         rc, out = self.pfx.run("sc", "query", self.name)
         self.assertNotEqual(rc, 0, out)
-        rc, out = self.reg(SERVICES_KEY + "\\" + self.name)
-        self.assertNotEqual(rc, 0, out)
-        rc, out = self.reg(SERVICES_KEY + "\\EventLog\\Application\\"
-                           + self.name)
-        self.assertNotEqual(rc, 0, out)
+        self.assert_no_key(SERVICES_KEY + "\\" + self.name)
+        self.assert_no_key(SERVICES_KEY + "\\EventLog\\Application\\" + self.name)
         self.assertEqual(self.pfx.pids(b"httpd.exe"), [])
 
     def test_10_default_name_is_apache24_and_k_without_n_controls_it(self):
@@ -193,8 +197,7 @@ class Service(unittest.TestCase):
         finally:
             rc, out = self.httpd("-k", "uninstall")
         self.assertEqual(rc, 0, out)
-        rc, out = self.reg(SERVICES_KEY + "\\Apache2.4")
-        self.assertNotEqual(rc, 0, out)
+        self.assert_no_key(SERVICES_KEY + "\\Apache2.4")
 
     def test_11_bad_usage_is_refused_clearly(self):
         cases = [
@@ -213,8 +216,7 @@ class Service(unittest.TestCase):
             self.assertNotEqual(rc, 0, (args, out))
             self.assertIn(text, out, args)
         # a configuration that does not parse installs nothing
-        rc, out = self.reg(SERVICES_KEY + "\\wnsvc-badconf")
-        self.assertNotEqual(rc, 0, out)
+        self.assert_no_key(SERVICES_KEY + "\\wnsvc-badconf")
 
 
 if __name__ == "__main__":
