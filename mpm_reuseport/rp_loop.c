@@ -469,14 +469,36 @@ static rp_parking *parking_of(rp_timer *t)
     return (rp_parking *)((char *)t - APR_OFFSETOF(rp_parking, timer));
 }
 
+/* Under park_lock: a keep-alive connection that a stop would close as idle
+ * but whose next request has come, its event not yet taken (every worker
+ * busy, or starved of CPU), is not idle: closed, it would reset that
+ * request.  It goes to a worker, as the leader would have sent it (*handed
+ * set), or, the job queue full, stays parked for the leader or a later
+ * look.  0: idle indeed. */
+static int request_came_locked(rp_parking *pk, int *handed)
+{
+    rp_lf_job job;
+
+    if (!readable_now(pk)) {
+        return 0;
+    }
+    job.token = (uint64_t)(apr_uintptr_t)pk;
+    job.events = RP_POLL_IN;
+    if (rp_lf_push(loop.lf, &job) >= 0) {
+        unpark_locked(pk);      /* a worker that runs it waits for the lock */
+        *handed = 1;
+    }
+    return 1;
+}
+
 /* Claim up to max connections of set that expired (or, with idle_for,
- * have been parked that long, unless spare() keeps them), oldest first: a
- * queue is in parking order, so the first one parked too recently ends
- * the look. */
+ * have been parked that long, unless spare() keeps them or their next
+ * request came), oldest first: a queue is in parking order, so the first
+ * one parked too recently ends the look. */
 static int take_expired_locked(rp_timeqs *set, apr_time_t now,
                                apr_time_t idle_for,
                                int (*spare)(rp_parking *),
-                               rp_parking **out, int max)
+                               rp_parking **out, int max, int *handed)
 {
     int n = 0, i;
 
@@ -490,7 +512,8 @@ static int take_expired_locked(rp_timeqs *set, apr_time_t now,
                 if (!idle_for || now - parked_at < idle_for) {
                     break;
                 }
-                if (spare && spare(parking_of(t))) {
+                if ((spare && spare(parking_of(t)))
+                    || request_came_locked(parking_of(t), handed)) {
                     t = next;
                     continue;
                 }
@@ -507,15 +530,19 @@ int rp_loop_take_expired(apr_time_t idle_for, int (*spare)(rp_parking *),
                          rp_parking **out, int max)
 {
     apr_time_t now = apr_time_now();
-    int n;
+    int n, handed = 0;
 
     pthread_mutex_lock(&loop.park_lock);
     n = take_expired_locked(&loop.keepalive_qs, now, idle_for, spare, out,
-                            max);
-    n += take_expired_locked(&loop.io_qs, now, 0, NULL, out + n, max - n);
+                            max, &handed);
+    n += take_expired_locked(&loop.io_qs, now, 0, NULL, out + n, max - n,
+                             &handed);
     n += take_expired_locked(&loop.linger_qs, now, 0, NULL, out + n,
-                             max - n);
+                             max - n, &handed);
     pthread_mutex_unlock(&loop.park_lock);
+    if (handed) {
+        rp_loop_wake_leader();  /* the leader takes jobs */
+    }
     return n;
 }
 
