@@ -469,13 +469,14 @@ static rp_parking *parking_of(rp_timer *t)
     return (rp_parking *)((char *)t - APR_OFFSETOF(rp_parking, timer));
 }
 
-/* Under park_lock: a keep-alive connection that a stop would close as idle
- * but whose next request has come, its event not yet taken (every worker
- * busy, or starved of CPU), is not idle: closed, it would reset that
- * request.  It goes to a worker, as the leader would have sent it (*handed
- * set), or, the job queue full, stays parked for the leader or a later
- * look.  0: idle indeed. */
-static int request_came_locked(rp_parking *pk, int *handed)
+/* Under park_lock: a keep-alive connection about to be closed as idle (its
+ * KeepAliveTimeout over, or a stop's idle grace) whose next request has
+ * come, its event not yet taken because every worker was busy, is not
+ * idle: closed, it would reset that request.  It goes to a worker, as the
+ * leader would have sent it (*handed set).  With the job queue full, one
+ * not yet due stays parked for the leader or a later look; a due one is
+ * closed (its timer would fire again at once).  1: leave it. */
+static int request_came_locked(rp_parking *pk, int due, int *handed)
 {
     rp_lf_job job;
 
@@ -484,17 +485,19 @@ static int request_came_locked(rp_parking *pk, int *handed)
     }
     job.token = (uint64_t)(apr_uintptr_t)pk;
     job.events = RP_POLL_IN;
-    if (rp_lf_push(loop.lf, &job) >= 0) {
-        unpark_locked(pk);      /* a worker that runs it waits for the lock */
-        *handed = 1;
+    if (rp_lf_push(loop.lf, &job) < 0) {
+        return !due;
     }
+    unpark_locked(pk);          /* a worker that runs it waits for the lock */
+    *handed = 1;
     return 1;
 }
 
 /* Claim up to max connections of set that expired (or, with idle_for,
- * have been parked that long, unless spare() keeps them or their next
- * request came), oldest first: a queue is in parking order, so the first
- * one parked too recently ends the look. */
+ * have been parked that long, unless spare() keeps them), oldest first: a
+ * queue is in parking order, so the first one parked too recently ends
+ * the look.  With handed (keep-alive ones), those whose next request came
+ * go to a worker instead. */
 static int take_expired_locked(rp_timeqs *set, apr_time_t now,
                                apr_time_t idle_for,
                                int (*spare)(rp_parking *),
@@ -507,19 +510,19 @@ static int take_expired_locked(rp_timeqs *set, apr_time_t now,
         rp_timer *t = rp_timeq_first(q);
         while (n < max && t) {
             rp_timer *next = t->next == &q->head ? NULL : t->next;
+            rp_parking *pk = parking_of(t);
             apr_time_t parked_at = t->expires - q->timeout;
-            if (t->expires > now) {
-                if (!idle_for || now - parked_at < idle_for) {
-                    break;
-                }
-                if ((spare && spare(parking_of(t)))
-                    || request_came_locked(parking_of(t), handed)) {
-                    t = next;
-                    continue;
-                }
+            int due = t->expires <= now;
+            if (!due && (!idle_for || now - parked_at < idle_for)) {
+                break;
             }
-            out[n] = parking_of(t);
-            unpark_locked(out[n++]);
+            if ((!due && spare && spare(pk))
+                || (handed && request_came_locked(pk, due, handed))) {
+                t = next;
+                continue;
+            }
+            out[n++] = pk;
+            unpark_locked(pk);
             t = next;
         }
     }
@@ -536,9 +539,9 @@ int rp_loop_take_expired(apr_time_t idle_for, int (*spare)(rp_parking *),
     n = take_expired_locked(&loop.keepalive_qs, now, idle_for, spare, out,
                             max, &handed);
     n += take_expired_locked(&loop.io_qs, now, 0, NULL, out + n, max - n,
-                             &handed);
+                             NULL);
     n += take_expired_locked(&loop.linger_qs, now, 0, NULL, out + n,
-                             max - n, &handed);
+                             max - n, NULL);
     pthread_mutex_unlock(&loop.park_lock);
     if (handed) {
         rp_loop_wake_leader();  /* the leader takes jobs */

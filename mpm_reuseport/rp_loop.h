@@ -100,9 +100,9 @@ void rp_loop_wake_leader(void);
 void rp_loop_wait(apr_time_t now, apr_time_t also_at);
 /* Claim up to max parked connections whose time is up (with idle_for,
  * also keep-alive ones idle that long, but for those spare() says to
- * leave to their timeout, spare may be NULL, and those whose next request
- * came meanwhile: they go to a worker), oldest first; the caller ends
- * them.  spare runs under the park lock. */
+ * leave to their timeout; spare may be NULL), oldest first; the caller
+ * ends them.  A keep-alive one whose next request came meanwhile is not
+ * claimed: it goes to a worker.  spare runs under the park lock. */
 int rp_loop_take_expired(apr_time_t idle_for, int (*spare)(rp_parking *),
                          rp_parking **out, int max);
 /* Requests read ahead whose deadline passed go to a worker. */

@@ -378,6 +378,47 @@ class BusyWorkers(HttpdTestCase):
             for s, _ in slow:
                 s.close()
 
+    def test_a_request_that_came_in_time_waits_past_keepalive_timeout(self):
+        """KeepAliveTimeout is how long the server waits for the next
+        request: one that came in time but found every worker busy is
+        answered when a worker is free, not reset when the timeout ends
+        (it was, before 2026-12-07: the timeout closed the connection as
+        idle, its request unread)."""
+        cgi_s = 6 if SANITIZED else 3
+        h = self.httpd(one_child(2, "KeepAliveTimeout 1\n"), files={"a.txt": "a\n"},
+                       cgi={"slow.py": CGI_SLOW})
+        k = connect(h.host, h.port, timeout=15)
+        krd = ResponseReader(k)
+        slow = []
+        try:
+            self.assertEqual(get(k, krd, "/a.txt").status, 200)
+            t0 = time.monotonic()
+            for _ in range(2):  # both workers now wait on a CGI, past the timeout
+                s = connect(h.host, h.port, timeout=15)
+                rd = ResponseReader(s)
+                s.sendall(request_bytes("GET", "/cgi-bin/slow.py?%d" % cgi_s, h.host))
+                rd.wait_for(b"begin")
+                slow.append((s, rd))
+            sent = time.monotonic() - t0
+            try:
+                r = get(k, krd, "/a.txt")
+                answer = (r.status, r.body)
+            except (EOFError, ConnectionError) as e:
+                answer = repr(e)
+            took = time.monotonic() - t0
+            for s, rd in slow:
+                self.assertEqual(rd.read_response().status, 200)
+        finally:
+            k.close()
+            for s, _ in slow:
+                s.close()
+        # Sent within the second, answered after it: else it tested nothing.
+        self.assertLess(sent, 0.9, "the request was sent %.1f s after the answer" % sent)
+        self.assertEqual(answer, (200, b"a\n"), "a request sent %.1f s into KeepAliveTimeout 1,"
+                         " both workers busy for %d s" % (sent, cgi_s))
+        self.assertGreater(took, 1.5, "answered %.1f s after the first answer: the workers "
+                           "were not busy past the timeout" % took)
+
 
 class LingeringClose(HttpdTestCase):
     """A connection the server closes while the client's data is still
