@@ -16,6 +16,7 @@
 typedef struct rp_listener {
     ap_listen_rec *lr;
     int fd;
+    volatile apr_uint32_t job_queued;   /* a job for it waits or runs */
 } rp_listener;
 
 static struct {
@@ -323,11 +324,24 @@ static rp_conn *accept_locked(rp_listener *l)
     return rc;
 }
 
+int rp_accept_job_wanted(int idx)
+{
+    return idx >= 0 && idx < acc.nlisteners
+           && apr_atomic_cas32(&acc.listeners[idx].job_queued, 1, 0) == 0;
+}
+
+void rp_accept_job_dropped(int idx)
+{
+    apr_atomic_set32(&acc.listeners[idx].job_queued, 0);
+}
+
 rp_conn *rp_accept(int idx, int *last)
 {
     rp_conn *rc = NULL;
 
     *last = 0;
+    /* Running: a connection that comes from now on needs a job again. */
+    apr_atomic_set32(&acc.listeners[idx].job_queued, 0);
     pthread_mutex_lock(&acc.lock);
     if (acc.listening && !acc.paused
         && rp_balance_pause(0, (int)rp_conn_life_count(), apr_time_now())) {

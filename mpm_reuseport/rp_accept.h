@@ -18,6 +18,12 @@ apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket);
  * set when it was the last that MaxConnectionsPerChild allows (accepting
  * has stopped; the caller stops the child). */
 rp_conn *rp_accept(int listener, int *last);
+/* Whether a job for listener should be queued (a poller event, or the
+ * job queueing itself again after an accept): one at a time, so looking
+ * at the poller while it waits adds none (from the call that says 1 until
+ * its job runs, or rp_accept_job_dropped when it could not be queued). */
+int rp_accept_job_wanted(int listener);
+void rp_accept_job_dropped(int listener);
 /* Stop accepting: our copies of the listeners close.  With a `may_take`,
  * what the kernel completed already is first taken and parked, in passes
  * each of which runs only while may_take() says so (a graceful stop that

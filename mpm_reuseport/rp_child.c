@@ -145,17 +145,38 @@ int rp_child_post_read_request(request_rec *r)
  * once among all ready connections, which would starve it). */
 static rp_conn *accept_job(const rp_lf_job *job)
 {
-    int last;
-    rp_conn *rc = rp_accept((int)(job->token & ~RP_LISTENER_TOKEN), &last);
+    int idx = (int)(job->token & ~RP_LISTENER_TOKEN), last, queued;
+    rp_conn *rc = rp_accept(idx, &last);
 
     if (last) {                 /* MaxConnectionsPerChild */
         rp_child.draining = 1;
         request_stop(RP_GRACEFUL);
     }
-    if (rc && rp_lf_push(rp_child.lf, job) > 0) {
-        rp_loop_wakeup();
+    if (rc && rp_accept_job_wanted(idx)) {
+        queued = rp_lf_push(rp_child.lf, job);
+        if (queued < 0) {       /* the next connection's event queues it */
+            rp_accept_job_dropped(idx);
+        }
+        else if (queued > 0) {
+            rp_loop_wakeup();
+        }
     }
     return rc;
+}
+
+/* A listener's event while its job is queued already adds none. */
+static int drop_listeners_queued(rp_lf_job *jobs, int n)
+{
+    int i, out = 0;
+
+    for (i = 0; i < n; i++) {
+        if (!(jobs[i].token & RP_LISTENER_TOKEN)
+            || rp_accept_job_wanted((int)(jobs[i].token
+                                          & ~RP_LISTENER_TOKEN))) {
+            jobs[out++] = jobs[i];
+        }
+    }
+    return out;
 }
 
 /* A timed callback, then the connections its module moved on. */
@@ -208,13 +229,14 @@ static void *APR_THREAD_FUNC worker_main(apr_thread_t *thd, void *arg)
         if (what == RP_LF_SHUT) {
             break;
         }
-        if (what == RP_LF_LEAD) {
-            int n = rp_loop_take_jobs(jobs);
-            if (!n) {
-                continue;
-            }
+        if (what == RP_LF_LEAD || what == RP_LF_PEEK) {
+            int n = drop_listeners_queued(
+                jobs, rp_loop_take_jobs(jobs, what == RP_LF_LEAD));
             if (rp_lf_got(rp_child.lf, tid, jobs, n)) {
                 rp_loop_wakeup();
+            }
+            if (!n) {
+                continue;
             }
             job = jobs[0];
         }

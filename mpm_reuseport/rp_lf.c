@@ -29,6 +29,8 @@ struct rp_lf {
     unsigned long progress;     /* bumped whenever work is taken or done */
     unsigned long seen;         /* progress at the previous tick */
     unsigned ticks;             /* ticks so far */
+    int since_look;             /* jobs taken since a leader last looked at
+                                   the poller */
     int young[2];               /* busy workers that started in this tick
                                    ([ticks & 1]) or the previous one */
     int shut;
@@ -50,7 +52,7 @@ rp_lf *rp_lf_create(int nthreads)
     }
     lf->followers = calloc((size_t)nthreads, sizeof(*lf->followers));
     lf->stack = calloc((size_t)nthreads, sizeof(*lf->stack));
-    lf->qsize = nthreads + RP_LF_BATCH;
+    lf->qsize = nthreads + 2 * RP_LF_BATCH;
     lf->queue = calloc((size_t)lf->qsize, sizeof(*lf->queue));
     if (!lf->followers || !lf->stack || !lf->queue
         || pthread_mutex_init(&lf->lock, NULL)) {
@@ -171,6 +173,19 @@ static int wake_unless_ticking_locked(rp_lf *lf, rp_follower **next)
     return want_tick;
 }
 
+/* Jobs that queue themselves again (a listener while new connections keep
+ * coming) would keep every idle worker off the poller: nobody would take
+ * the events of connections already open (a kept-alive client's next
+ * request waited up to 2 s under a flood of new connections).  So after
+ * RP_LF_BATCH jobs without a look, with leadership free, the next idle
+ * worker looks first, without waiting. */
+static int must_look_first_locked(rp_lf *lf)
+{
+    /* Room kept: a batch more, and a job more from every worker. */
+    return lf->qlen && lf->qlen <= RP_LF_BATCH && lf->leader < 0
+           && lf->since_look >= RP_LF_BATCH;
+}
+
 static void sleep_locked(rp_lf *lf, int id)
 {
     rp_follower *me = &lf->followers[id];
@@ -202,7 +217,13 @@ int rp_lf_next(rp_lf *lf, int id, rp_lf_job *job)
             what = RP_LF_SHUT;
             break;
         }
+        if (must_look_first_locked(lf)) {
+            lf->leader = id;
+            what = RP_LF_PEEK;
+            break;
+        }
         if (pop_locked(lf, job)) {
+            lf->since_look++;
             if (lf->leader == id) {
                 lf->leader = -1;
             }
@@ -231,6 +252,11 @@ int rp_lf_got(rp_lf *lf, int id, const rp_lf_job *jobs, int n)
     pthread_mutex_lock(&lf->lock);
     if (lf->leader == id) {
         lf->leader = -1;
+    }
+    lf->since_look = 0;
+    if (!n) {                   /* a look that found nothing */
+        pthread_mutex_unlock(&lf->lock);
+        return 0;
     }
     set_busy_locked(lf, &lf->followers[id], 1);
     for (i = 1; i < n; i++) {

@@ -8,8 +8,10 @@
  * rest here ("jobs"), for whichever worker is idle next, itself included;
  * a busy worker may queue one more (a listener to accept from again).
  * A worker that finishes takes a queued job, else leadership if it is
- * free, else sleeps.  So a child that keeps up runs on one thread with no
- * wake-ups at all, like an event loop.
+ * free, else sleeps; but after RP_LF_BATCH jobs with nobody looking at the
+ * poller, it looks first, without waiting (a listener that keeps queueing
+ * itself would keep open connections' events waiting).  So a child that
+ * keeps up runs on one thread with no wake-ups at all, like an event loop.
  * Wake-ups happen only when work could wait: while the child's loop
  * thread does not tick, a leader that goes processing wakes a follower at
  * once (and asks the loop to tick); while it ticks (every millisecond,
@@ -42,20 +44,22 @@ void rp_lf_destroy(rp_lf *lf);
 #define RP_LF_SHUT 0            /* shut down: leave */
 #define RP_LF_LEAD 1            /* wait on the poller, then rp_lf_got */
 #define RP_LF_JOB  2            /* run *job */
+#define RP_LF_PEEK 3            /* look at the poller without waiting, then
+                                   rp_lf_got (jobs ran long without a look) */
 
 /* An idle worker (just started, finished its work, or a leader whose wait
  * brought nothing) asks what to do; it may sleep as a follower first. */
 int rp_lf_next(rp_lf *lf, int id, rp_lf_job *job);
 
-/* The leader (id) got n (1 .. RP_LF_BATCH) events and runs jobs[0]; the
- * others are queued.  Returns 1 if the loop should start ticking: the
- * caller wakes it. */
+/* The leader (id) got n (0 .. RP_LF_BATCH) events and runs jobs[0]; the
+ * others are queued; with none it is idle again (calls rp_lf_next).
+ * Returns 1 if the loop should start ticking: the caller wakes it. */
 int rp_lf_got(rp_lf *lf, int id, const rp_lf_job *jobs, int n);
 
 /* Queue more work (a listener that may have more connections waiting, a
  * timer that is due), from any thread.  Returns 1 if the loop should
  * start ticking, 0, or -1 if the queue is full (nothing queued; it holds
- * threads + RP_LF_BATCH jobs). */
+ * threads + 2 * RP_LF_BATCH jobs). */
 int rp_lf_push(rp_lf *lf, const rp_lf_job *job);
 
 /* The loop's tick: wake a follower if work may be waiting behind busy

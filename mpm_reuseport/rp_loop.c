@@ -430,12 +430,13 @@ int rp_loop_park_fresh(rp_parking *pk, apr_interval_time_t timeout)
 
 /* A connection's job carries its rp_parking (user-space pointers never
  * have the listener bit). */
-int rp_loop_take_jobs(rp_lf_job *jobs)
+int rp_loop_take_jobs(rp_lf_job *jobs, int wait)
 {
     rp_poll_event ev[RP_LF_BATCH];
     int n, i, out = 0, woken;
 
-    n = rp_poller_wait(loop.conn_poller, -1, ev, RP_LF_BATCH, &woken);
+    n = rp_poller_wait(loop.conn_poller, wait ? -1 : 0, ev, RP_LF_BATCH,
+                       &woken);
     for (i = 0; i < n; i++) {
         rp_parking *pk;
         if (ev[i].token & RP_LISTENER_TOKEN) {

@@ -86,10 +86,10 @@ int rp_loop_park_fresh(rp_parking *pk, apr_interval_time_t timeout);
 /* Give back pk's slot (when it is closed). */
 void rp_loop_unslot(rp_parking *pk);
 
-/* The leader's wait: ready listeners and the connections that waited for
- * what happened (claimed now: the job's token is their rp_parking), at
- * most RP_LF_BATCH jobs. */
-int rp_loop_take_jobs(rp_lf_job *jobs);
+/* The leader's wait (or, wait 0, a look without waiting): ready listeners
+ * and the connections that waited for what happened (claimed now: the
+ * job's token is their rp_parking), at most RP_LF_BATCH jobs. */
+int rp_loop_take_jobs(rp_lf_job *jobs, int wait);
 /* Queue a job for the next idle worker (rp_lf_push's result), then
  * rp_loop_wake_leader so a leader in its wait takes it. */
 int rp_loop_push_job(const rp_lf_job *job);

@@ -606,6 +606,43 @@ START_TEST(pushed_job_goes_to_next_idle_worker)
 }
 END_TEST
 
+/* A job that queues itself again (a listener under a flood of new
+ * connections) must not keep the workers off the poller: after
+ * RP_LF_BATCH jobs with nobody looking, the next idle worker looks first
+ * (leads without waiting); a look that found nothing lets it take the job,
+ * and the count starts again.  While a leader waits, nobody needs to. */
+START_TEST(a_job_that_queues_itself_lets_the_poller_be_looked_at)
+{
+    rp_lf *lf = rp_lf_create(2);
+    rp_lf_job more = { 42, 1 }, j, none[1];
+    int i;
+
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_LEAD);
+    got1(lf, 0, 7);
+    ck_assert_int_ge(rp_lf_push(lf, &more), 0);
+    for (i = 0; i < RP_LF_BATCH; i++) {
+        ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+        ck_assert_uint_eq(j.token, 42);
+        ck_assert_int_ge(rp_lf_push(lf, &more), 0);
+    }
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_PEEK);
+    ck_assert_int_eq(rp_lf_waiting(lf), 1);     /* it leads meanwhile */
+    ck_assert_int_eq(rp_lf_got(lf, 0, none, 0), 0);
+    ck_assert_int_eq(rp_lf_waiting(lf), 0);
+    ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+    /* Another worker leads (waits on the poller): no look is needed. */
+    ck_assert_int_eq(rp_lf_next(lf, 1, &j), RP_LF_LEAD);
+    for (i = 0; i < 2 * RP_LF_BATCH; i++) {
+        ck_assert_int_ge(rp_lf_push(lf, &more), 0);
+        ck_assert_int_eq(rp_lf_next(lf, 0, &j), RP_LF_JOB);
+        ck_assert_uint_eq(j.token, 42);
+    }
+
+    rp_lf_shutdown(lf);
+    rp_lf_destroy(lf);
+}
+END_TEST
+
 static Suite *lf_suite(void)
 {
     Suite *su = suite_create("rp_lf");
@@ -623,6 +660,7 @@ static Suite *lf_suite(void)
     tcase_add_test(tc, idle_worker_sleeps_while_a_fresh_one_runs);
     tcase_add_test(tc, idle_worker_leads_while_others_run_long);
     tcase_add_test(tc, pushed_job_goes_to_next_idle_worker);
+    tcase_add_test(tc, a_job_that_queues_itself_lets_the_poller_be_looked_at);
     tcase_add_test(tc, shutdown_releases_followers_and_refuses_later_work);
     suite_add_tcase(su, tc);
     return su;
