@@ -96,13 +96,13 @@ class GracefulRestart(HttpdTestCase):
                        files={"index.html": "k\n"}, cgi={"slow.py": CGI_SLOW}, cgi_by="cgi")
         h.wait_children(1)
         cgi_s = 12 if SANITIZED else 5
-        kept = connect(h.host, h.port)
+        kept = connect(h.host, h.port, timeout=cgi_s + 10)  # answered as a CGI ends
         kept.sendall(request_bytes("GET", "/index.html", h.host))
         kept_rd = ResponseReader(kept)
         self.assertEqual(kept_rd.read_response().status, 200)
         busy = []
         for _ in range(2):      # both workers of the only child
-            s = connect(h.host, h.port)
+            s = connect(h.host, h.port, timeout=cgi_s + 10)
             s.sendall(request_bytes("GET", "/cgi-bin/slow.py?%d" % cgi_s, h.host))
             rd = ResponseReader(s)
             rd.wait_for(b"begin")
