@@ -389,6 +389,19 @@ def connect(host, port, timeout=10):
     return socket.create_connection((host, port), timeout=timeout)
 
 
+def busy_with_cgi(h, n, seconds, timeout=15):
+    """n connections, each running CGI_SLOW for `seconds` (its "begin"
+    arrived, so a worker is inside it): [(sock, ResponseReader)]."""
+    busy = []
+    for _ in range(n):
+        s = connect(h.host, h.port, timeout=timeout)
+        s.sendall(request_bytes("GET", "/cgi-bin/slow.py?%s" % seconds, h.host))
+        rd = ResponseReader(s)
+        rd.wait_for(b"begin")
+        busy.append((s, rd))
+    return busy
+
+
 def request_bytes(method, path, host="localhost", headers=(), body=b""):
     lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % host]
     lines += ["%s: %s" % kv for kv in headers]

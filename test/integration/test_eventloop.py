@@ -11,8 +11,8 @@ from mpmng_py.bench.procstat import smaps, smaps_growth, tree_memory
 from mpmng_py.fcgiapp import FcgiApp
 from mpmng_py.integration.fhcache_mpms import FHCACHE_SO
 from mpmng_py.integration.common import (CGI_SLOW, SANITIZED, HttpdTestCase, ResponseReader,
-                                         connect, mpm_directives, request_bytes, reuseport_only,
-                                         run_wrk, Wrk)
+                                         busy_with_cgi, connect, mpm_directives, request_bytes,
+                                         reuseport_only, run_wrk, Wrk)
 
 
 def one_child(threads, extra=""):
@@ -360,12 +360,7 @@ class BusyWorkers(HttpdTestCase):
         slow = []
         try:
             self.assertEqual(get(k, krd, "/a.txt").status, 200)
-            for _ in range(2):  # both workers now wait on a CGI for 2s
-                s = connect(h.host, h.port, timeout=15)
-                rd = ResponseReader(s)
-                s.sendall(request_bytes("GET", "/cgi-bin/slow.py?2", h.host))
-                rd.wait_for(b"begin")
-                slow.append((s, rd))
+            slow = busy_with_cgi(h, 2, 2)     # both workers wait on a CGI for 2 s
             t0 = time.monotonic()
             r = get(k, krd, "/a.txt")     # must wait, not be dropped
             self.assertEqual((r.status, r.body), (200, b"a\n"))
@@ -393,12 +388,7 @@ class BusyWorkers(HttpdTestCase):
         try:
             self.assertEqual(get(k, krd, "/a.txt").status, 200)
             t0 = time.monotonic()
-            for _ in range(2):  # both workers now wait on a CGI, past the timeout
-                s = connect(h.host, h.port, timeout=15)
-                rd = ResponseReader(s)
-                s.sendall(request_bytes("GET", "/cgi-bin/slow.py?%d" % cgi_s, h.host))
-                rd.wait_for(b"begin")
-                slow.append((s, rd))
+            slow = busy_with_cgi(h, 2, cgi_s)     # both workers, past the timeout
             sent = time.monotonic() - t0
             try:
                 r = get(k, krd, "/a.txt")

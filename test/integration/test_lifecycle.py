@@ -7,10 +7,10 @@ import time
 import unittest
 
 from mpmng_py.integration.common import (CGI_SLOW, SANITIZED, HttpdTestCase, IS_REUSEPORT,
-                                         ResponseReader, Wrk, connect, http_get, line_count,
-                                         listeners, mpm_directives, parallel_gets, pid_counts,
-                                         request_bytes, reset_delta, reuseport_only, run_ab,
-                                         ss_lines, tcp_counters, wait_for_log)
+                                         ResponseReader, Wrk, busy_with_cgi, connect, http_get,
+                                         line_count, listeners, mpm_directives, parallel_gets,
+                                         pid_counts, request_bytes, reset_delta, reuseport_only,
+                                         run_ab, ss_lines, tcp_counters, wait_for_log)
 
 
 RATELIMIT = ("<Location /slow.bin>\n  SetOutputFilter RATE_LIMIT\n"
@@ -100,13 +100,7 @@ class GracefulRestart(HttpdTestCase):
         kept.sendall(request_bytes("GET", "/index.html", h.host))
         kept_rd = ResponseReader(kept)
         self.assertEqual(kept_rd.read_response().status, 200)
-        busy = []
-        for _ in range(2):      # both workers of the only child
-            s = connect(h.host, h.port, timeout=cgi_s + 10)
-            s.sendall(request_bytes("GET", "/cgi-bin/slow.py?%d" % cgi_s, h.host))
-            rd = ResponseReader(s)
-            rd.wait_for(b"begin")
-            busy.append((s, rd))
+        busy = busy_with_cgi(h, 2, cgi_s, timeout=cgi_s + 10)   # the only child's 2 workers
         t0 = time.monotonic()
         time.sleep(0.3)         # idle past the drain's 250 ms
         kept.sendall(request_bytes("GET", "/index.html", h.host))
