@@ -88,7 +88,7 @@ apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket)
     return watch_all(1);
 }
 
-static rp_conn *accept_locked(rp_listener *l);
+static rp_conn *accept_locked(rp_listener *l, apr_status_t *why);
 
 /* Before our copies close, take every connection the kernel already
  * completed: if ours is the last copy (a graceful stop), closing would
@@ -105,7 +105,8 @@ static int drain_once_locked(void)
 
     for (i = 0; i < acc.nlisteners; i++) {
         for (n = 0; n < RP_DRAIN_MAX; n++) {
-            rp_conn *rc = accept_locked(&acc.listeners[i]);
+            apr_status_t why;
+            rp_conn *rc = accept_locked(&acc.listeners[i], &why);
             if (!rc) {
                 break;
             }
@@ -308,20 +309,35 @@ static int count_locked(void)
 }
 
 /* Caller holds acc.lock and checked acc.listening (else the descriptor may
- * have been reused). */
-static rp_conn *accept_locked(rp_listener *l)
+ * have been reused).  NULL: *why says why. */
+static rp_conn *accept_locked(rp_listener *l, apr_status_t *why)
 {
-    apr_status_t rv;
-    rp_conn *rc = rp_conn_accept(l->lr->sd, &rv);
+    rp_conn *rc = rp_conn_accept(l->lr->sd, why);
 
     if (!rc) {
-        if (!is_transient(rv)) {
-            failed_locked(l->lr, rv);
+        if (!is_transient(*why)) {
+            failed_locked(l->lr, *why);
         }
         return NULL;
     }
     rp_bstats_accepted(acc.bucket);
     return rc;
+}
+
+/* Listeners are edge-triggered (rp_poll.h): watching one again gives an
+ * event now for the connections it holds, which would otherwise wait for
+ * the next one to arrive.  If that fails, every listener rests a moment
+ * and the loop watches them all again. */
+static void rearm_locked(int idx)
+{
+    rp_listener *l = &acc.listeners[idx];
+    apr_status_t rv;
+
+    rp_loop_forget_listener(l->fd);
+    rv = rp_loop_watch_listener(l->fd, idx);
+    if (rv != APR_SUCCESS) {
+        failed_locked(l->lr, rv);
+    }
 }
 
 int rp_accept_job_wanted(int idx)
@@ -333,13 +349,19 @@ int rp_accept_job_wanted(int idx)
 void rp_accept_job_dropped(int idx)
 {
     apr_atomic_set32(&acc.listeners[idx].job_queued, 0);
+    pthread_mutex_lock(&acc.lock);
+    if (watching_locked()) {
+        rearm_locked(idx);
+    }
+    pthread_mutex_unlock(&acc.lock);
 }
 
-rp_conn *rp_accept(int idx, int *last)
+rp_conn *rp_accept(int idx, int *last, int *more)
 {
     rp_conn *rc = NULL;
+    apr_status_t why = APR_SUCCESS;
 
-    *last = 0;
+    *last = *more = 0;
     /* Running: a connection that comes from now on needs a job again. */
     apr_atomic_set32(&acc.listeners[idx].job_queued, 0);
     pthread_mutex_lock(&acc.lock);
@@ -349,10 +371,12 @@ rp_conn *rp_accept(int idx, int *last)
         rp_loop_wakeup();           /* the loop looks again soon */
     }
     else if (acc.listening && !acc.paused) {
-        rc = accept_locked(&acc.listeners[idx]);
+        rc = accept_locked(&acc.listeners[idx], &why);
         if (rc) {
             *last = count_locked();
         }
+        /* Until the queue is empty: an aborted handshake is no sign. */
+        *more = rc ? !*last : is_transient(why) && !APR_STATUS_IS_EAGAIN(why);
     }
     pthread_mutex_unlock(&acc.lock);
     return rc;

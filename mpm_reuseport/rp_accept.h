@@ -16,12 +16,15 @@
 apr_status_t rp_accept_setup(apr_pool_t *p, int slot, int bucket);
 /* The leader, on listener's job: a new connection, or NULL.  *last is
  * set when it was the last that MaxConnectionsPerChild allows (accepting
- * has stopped; the caller stops the child). */
-rp_conn *rp_accept(int listener, int *last);
+ * has stopped; the caller stops the child).  *more is set while the
+ * kernel's queue may hold more: the job must then be queued again, as the
+ * listener (edge-triggered) gives no event for them. */
+rp_conn *rp_accept(int listener, int *last, int *more);
 /* Whether a job for listener should be queued (a poller event, or the
- * job queueing itself again after an accept): one at a time, so looking
- * at the poller while it waits adds none (from the call that says 1 until
- * its job runs, or rp_accept_job_dropped when it could not be queued). */
+ * job queueing itself again while there is more): one at a time, so
+ * looking at the poller while it waits adds none (from the call that says
+ * 1 until its job runs, or rp_accept_job_dropped when it could not be
+ * queued: then the listener is watched again, which gives an event). */
 int rp_accept_job_wanted(int listener);
 void rp_accept_job_dropped(int listener);
 /* Stop accepting: our copies of the listeners close.  With a `may_take`,

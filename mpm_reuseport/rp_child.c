@@ -139,22 +139,23 @@ int rp_child_post_read_request(request_rec *r)
 
 /* ---- workers ----------------------------------------------------------- */
 
-/* A listener job accepts one connection and, if it got one, queues itself
- * again behind the events already taken: a burst of new connections is
- * taken one per job, not one per wait (the poller reports the listener
- * once among all ready connections, which would starve it). */
+/* A listener job accepts one connection and, while the queue may hold
+ * more, queues itself again behind the events already taken: a burst of
+ * new connections is taken one per job, not one per wait (the poller
+ * reports the listener once among all ready connections, which would
+ * starve it). */
 static rp_conn *accept_job(const rp_lf_job *job)
 {
-    int idx = (int)(job->token & ~RP_LISTENER_TOKEN), last, queued;
-    rp_conn *rc = rp_accept(idx, &last);
+    int idx = (int)(job->token & ~RP_LISTENER_TOKEN), last, more, queued;
+    rp_conn *rc = rp_accept(idx, &last, &more);
 
     if (last) {                 /* MaxConnectionsPerChild */
         rp_child.draining = 1;
         request_stop(RP_GRACEFUL);
     }
-    if (rc && rp_accept_job_wanted(idx)) {
+    if (more && rp_accept_job_wanted(idx)) {
         queued = rp_lf_push(rp_child.lf, job);
-        if (queued < 0) {       /* the next connection's event queues it */
+        if (queued < 0) {       /* watched again: its event queues it */
             rp_accept_job_dropped(idx);
         }
         else if (queued > 0) {

@@ -1,9 +1,10 @@
-/* Readiness seam.  Listeners are watched level-triggered, each readiness
- * waking one waiter across all pollers that watch it (children sharing a
- * bucket).  Connections are watched for good, edge-triggered: each new
- * readiness (data arrived, buffer space freed, hang-up) is one event, and
- * nothing has to be re-armed between requests; the caller remembers what
- * an event said if it could not act on it yet.  Several threads may wait
+/* Readiness seam.  Listeners are watched edge-triggered, each new
+ * connection waking one waiter across all pollers that watch it (children
+ * sharing a bucket); readiness present when watching starts gives an event
+ * too, so watching again re-arms.  Connections are watched for good,
+ * edge-triggered: each new readiness (data arrived, buffer space freed,
+ * hang-up) is one event, and nothing has to be re-armed between requests;
+ * the caller remembers what an event said if it could not act on it yet.  Several threads may wait
  * on one poller; each event goes to one.  Events carry a 64-bit token
  * given when watching.  One backend per OS: rp_poll_epoll.c (Linux);
  * kqueue (EV_CLEAR) fits the same contract. */
@@ -29,6 +30,8 @@ typedef struct rp_poll_event {
 /* Descriptors are closed with the pool. */
 apr_status_t rp_poller_create(rp_poller **out, apr_pool_t *p);
 
+/* The caller accepts until the queue is empty after each event: an event
+ * comes only for a connection that arrives, or when watching starts. */
 apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token);
 
 /* Watch connection fd for `events` (RP_POLL_IN, RP_POLL_OUT; hang-ups

@@ -59,8 +59,11 @@ apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token)
 {
     struct epoll_event ev = { 0 };
 
-    /* Children sharing a bucket: wake one of them per connection. */
-    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+    /* Children sharing a bucket: wake one of them per connection.  Edge
+     * triggered: a listener has one job at a time, which accepts until the
+     * queue is empty (rp_accept.h); level triggered, a leader would find
+     * the listener ready again and again while that job waited, and spin. */
+    ev.events = EPOLLIN | EPOLLET | EPOLLEXCLUSIVE;
     ev.data.u64 = token;
     if (epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
         return APR_SUCCESS;
@@ -68,7 +71,7 @@ apr_status_t rp_poller_watch_listener(rp_poller *pl, int fd, uint64_t token)
     if (errno != EINVAL) {
         return errno;
     }
-    ev.events = EPOLLIN;        /* kernels before 4.5 */
+    ev.events = EPOLLIN | EPOLLET;      /* kernels before 4.5 */
     return epoll_ctl(pl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? errno
                                                            : APR_SUCCESS;
 }
