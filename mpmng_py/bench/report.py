@@ -456,6 +456,34 @@ def slow_md(rows, meta, out):
     return lines
 
 
+# ------------------------------------------------------------ flood of new connections
+def flood_md(rows, meta, out):
+    rows = [r for r in rows if not r.get("note")]
+    if not rows:
+        return []
+    variants = order_variants([r["variant"] for r in rows], meta)
+    lines = ["## Kept-alive clients beside a flood of new connections", "",
+             "wrk -t1 -c16 keep-alive (500 B) alone, then beside wrk -t1 -c50 opening a new "
+             "connection per request (the same file); medians over rounds. share: the "
+             "kept-alive clients' part of all requests beside the flood (a server that "
+             "starves connections it already has shows a small share and a p99 of seconds).",
+             "", "| variant | rounds | kept req/s alone | kept req/s beside | new req/s "
+             "| share | kept p99 beside (ms) | errors beside | us/req beside |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in variants:
+        vr = [r for r in rows if r["variant"] == v]
+
+        def m(k):
+            return med([num(r[k]) for r in vr if num(r[k]) is not None])
+        errors = sum(int(num(r["kept_errors"]) or 0) + int(num(r["flood_errors"]) or 0)
+                     for r in vr)
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %d | %s |" % (
+            v, len(vr), f_int(m("alone_rps")), f_int(m("kept_rps")), f_int(m("flood_rps")),
+            f_ratio(m("kept_share")), f_num(m("kept_p99_ms")), errors,
+            f_num(m("server_cpu_us_per_req"))))
+    return lines + [""]
+
+
 # ------------------------------------------------------------ fast uploads
 def uploads_md(rows, meta, out):
     rows = [r for r in rows if not r.get("note")]
@@ -763,6 +791,7 @@ def make(out, update_doc=False):
     lines += syscalls_md(read_tsv(os.path.join(out, "syscalls.tsv")), meta, out)
     lines += restart_md(read_tsv(os.path.join(out, "restart.tsv")), meta, out)
     lines += slow_md(read_tsv(os.path.join(out, "slow.tsv")), meta, out)
+    lines += flood_md(read_tsv(os.path.join(out, "flood.tsv")), meta, out)
     lines += uploads_md(read_tsv(os.path.join(out, "uploads.tsv")), meta, out)
     lines += app_md(read_tsv(os.path.join(out, "app.tsv")), meta, out)
     lines += profile_md(read_tsv(os.path.join(out, "profile.tsv")), meta, out)

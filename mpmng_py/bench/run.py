@@ -31,6 +31,9 @@ Parts (--part, comma separated; default all but profile, --quick: throughput):
               req/s, p99, errors, threads, memory per slow connection
               (mpmng_py/bench/slowbench.py); `uploads` (bodies trickling
               in) when named.
+  flood       one variant at a time: 16 keep-alive clients alone, then
+              beside 50 clients opening a new connection per request:
+              req/s and p99 of each (mpmng_py/bench/floodbench.py).
   uploads     one variant at a time (httpd variants): fast clients POSTing
               300 KB and 1 MB bodies: server CPU per request
               (mpmng_py/bench/uploadbench.py).
@@ -607,6 +610,11 @@ def part_slow(args, variants_, docroot, outdir, info):
     run_part_module(slowbench, "slow.tsv", args, variants_, docroot, outdir)
 
 
+def part_flood(args, variants_, docroot, outdir, info):
+    from mpmng_py.bench import floodbench
+    run_part_module(floodbench, "flood.tsv", args, variants_, docroot, outdir)
+
+
 def part_uploads(args, variants_, docroot, outdir, info):
     from mpmng_py.bench import uploadbench
     run_part_module(uploadbench, "uploads.tsv", args, variants_, docroot, outdir)
@@ -710,7 +718,7 @@ def main():
                     help="throughput part only, 3 workloads, 2 s runs, 3 rounds (~4-5 min); "
                     "with --part idle,syscalls too: 2,000 idle connections, 1 s syscall windows")
     ap.add_argument("--part", help="comma list of throughput,idle,syscalls,restart,tls,slow,"
-                    "uploads,profile,app "
+                    "flood,uploads,profile,app "
                     "(default: all but profile and app; --quick: throughput)")
     ap.add_argument("--variants", help="comma list of variant names (default: all available)")
     ap.add_argument("--baseline", metavar="DIR",
@@ -803,10 +811,10 @@ def main():
     args.profile_workloads = (args.profile_workloads.split(",") if args.profile_workloads
                               else ["ka-500B-c50", "close-500B-c50", "ka-1M-c50"])
     parts = (args.part or ("throughput" if q else
-                           "throughput,idle,syscalls,restart,tls,slow,uploads")).split(",")
+                           "throughput,idle,syscalls,restart,tls,slow,flood,uploads")).split(",")
     for p in parts:
-        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "uploads",
-                     "profile", "app"):
+        if p not in ("throughput", "idle", "syscalls", "restart", "tls", "slow", "flood",
+                     "uploads", "profile", "app"):
             sys.exit("bench: unknown part %r" % p)
     from mpmng_py.bench import slowbench
     for s in args.slow_scenarios:
@@ -879,7 +887,8 @@ def main():
     try:
         for p, fn in (("throughput", part_throughput), ("idle", part_idle),
                       ("syscalls", part_syscalls), ("restart", part_restart),
-                      ("tls", part_tls), ("slow", part_slow), ("uploads", part_uploads),
+                      ("tls", part_tls), ("slow", part_slow), ("flood", part_flood),
+                      ("uploads", part_uploads),
                       ("profile", part_profile), ("app", part_app)):
             if p in parts:
                 t = time.monotonic()

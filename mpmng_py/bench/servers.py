@@ -37,6 +37,7 @@ HostnameLookups Off
     # finishing while new ones start), for every MPM alike.
     "restart": "KeepAliveTimeout 30\nTimeout 60\n",
     "slow": "KeepAliveTimeout 30\nTimeout 60\n",
+    "flood": "KeepAliveTimeout 30\nTimeout 60\n",
     "app": "KeepAliveTimeout 30\nTimeout 60\n",
 }
 

@@ -1,7 +1,7 @@
 """The timing-sensitive tests (`make check-stress`, `python3 -m
 mpmng_py.integration --stress`): restarts, stops, upgrades, how a process
-ends, idle memory and slow clients; what a loaded machine (a CI run with
-the Windows build beside it) is most likely to break.  Each runs
+ends, idle memory, slow clients and busy workers; what a loaded machine
+(a CI run with the Windows build beside it) is most likely to break.  Each runs
 --repeat times under --hogs busy loops; the report gives each test's
 failure rate."""
 
@@ -14,6 +14,8 @@ TESTS = [
     "test_sdstore.",
     "test_signals.",
     "test_eventloop.IdleConnections.",
+    "test_eventloop.BusyWorkers.",          # requests that wait for a busy worker
+    "test_eventloop.NewConnectionFlood.",   # kept-alive clients beside new ones
     "test_slowclients.",
     "test_tls_h2.Http2.test_graceful_",
 ]
