@@ -142,14 +142,19 @@ def free_port(host="127.0.0.1", *more_hosts, tries=50):
 
 
 def wait_for_port(host, port, timeout):
+    """True once host:port takes a connection.  The last try starts after
+    the deadline: a machine that stalled the waiter past it (a loaded CI
+    run) must not fail a server that was ready all along."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
+        last = time.monotonic() >= deadline
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return True
         except OSError:
+            if last:
+                return False
             time.sleep(0.05)
-    return False
 
 
 def pid_alive(pid):
@@ -413,11 +418,14 @@ class Httpd:
         come first (the port is bound before httpd detaches), a graceful()
         before this line would count the start-up's line as its own."""
         deadline = time.monotonic() + timeout
-        while self.generation_count() < 1:
+        while True:
+            expired = time.monotonic() >= deadline     # then one last look
+            if self.generation_count() >= 1:
+                return
             if not pid_alive(self.pid):
                 raise RuntimeError("httpd parent %d died while starting: %s\n%s" % (
                     self.pid, how_it_ended(self.pid), self.log_tail()))
-            if time.monotonic() > deadline:
+            if expired:
                 raise RuntimeError("httpd pid %d never said it runs\n%s" % (
                     self.pid, self.log_tail()))
             time.sleep(0.02)

@@ -333,10 +333,11 @@ class HttpdTestCase(unittest.TestCase):
         """Poll cond() until it returns a true value; fail after timeout."""
         deadline = time.monotonic() + timeout
         while True:
+            expired = time.monotonic() >= deadline     # then one last look
             val = cond()
             if val:
                 return val
-            if time.monotonic() >= deadline:
+            if expired:
                 self.fail("timed out after %.1fs waiting for %s" % (timeout, what))
             time.sleep(interval)
 
@@ -353,11 +354,13 @@ def all_threads_stopped(pid):
 def wait_for_log(h, text, timeout):
     """True once text appears in h's error log (False after timeout)."""
     deadline = time.monotonic() + timeout
-    while text not in h.log():
-        if time.monotonic() >= deadline:
+    while True:
+        expired = time.monotonic() >= deadline          # then one last look
+        if text in h.log():
+            return True
+        if expired:
             return False
         time.sleep(0.05)
-    return True
 
 
 _LOG_STAMP = re.compile(r"^\[(\w{3} \w{3} \d{2} \d{2}:\d{2}:\d{2}\.\d+ \d{4})\]")

@@ -298,8 +298,10 @@ class StatusNumbers(HttpdTestCase):
         self.assertEqual(accepted, n + after, msg)
         self.assertEqual(opened, n + len(calls), msg)
         self.assertEqual(requests, n + after, msg)
-        # Each worker thread samples its first turn, then one in 16.
-        self.assertGreaterEqual(sampled, n // 16, msg)
+        # Each worker thread samples its first turn, then one in 16; a turn
+        # whose socket names no receiving CPU (-1) counts none (624-627 of
+        # 10,001 turns seen, so the bound has the upper one's slack).
+        self.assertGreaterEqual(sampled, n // 16 - 20, msg)
         self.assertLessEqual(sampled, (n + after) // 16 + 20, msg)
         self.assertLessEqual(local, sampled, msg)
         # Queues at rest: ss agrees with the parent's sample (about once a
