@@ -6,7 +6,9 @@ started (by PID).  Tests, the regression-suite runner and bench/ all use it.
 """
 import collections
 import fcntl
+import glob
 import os
+import pwd
 import re
 import resource
 import shutil
@@ -155,6 +157,13 @@ def wait_for_port(host, port, timeout):
             if last:
                 return False
             time.sleep(0.05)
+
+
+def _owner(path):
+    try:
+        return os.stat(path).st_uid
+    except OSError:
+        return None
 
 
 def pid_alive(pid):
@@ -411,7 +420,29 @@ class Httpd:
             raise RuntimeError("httpd pid %s never accepted on %s:%d\n%s" % (
                 self.pid, self.host, self.port, self.log_tail()))
         self._wait_running(timeout)
+        if "cgid" in self.modules:
+            self._wait_cgid(timeout)
         return res
+
+    def _wait_cgid(self, timeout):
+        """Until mod_cgid's socket belongs to User.  Its daemon binds the
+        socket as root with mode 0700 and only then hands it to User: a
+        child that connects in between gets EACCES, which mod_cgid does not
+        retry (httpd's race, under any MPM: a CGI request in the first
+        milliseconds of a loaded machine got "Permission denied: unable to
+        connect to cgi daemon")."""
+        uid = pwd.getpwnam("www-data").pw_uid if os.geteuid() == 0 else os.geteuid()
+        pattern = os.path.join(self.dir, "run", "cgisock*")
+        deadline = time.monotonic() + timeout
+        while True:
+            expired = time.monotonic() >= deadline     # then one last look
+            socks = [p for p in glob.glob(pattern) if _owner(p) == uid]
+            if socks:
+                return
+            if expired:
+                raise RuntimeError("mod_cgid's socket (%s) never belonged to uid %d: %s\n%s" % (
+                    pattern, uid, glob.glob(pattern), self.log_tail()))
+            time.sleep(0.02)
 
     def _wait_running(self, timeout):
         """Until the parent logs that it runs: the PidFile and the port
