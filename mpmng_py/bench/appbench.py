@@ -26,6 +26,7 @@ import time
 
 from mpmng_py import privhttpd
 from mpmng_py.bench import loadgen, procstat
+from mpmng_py.bench.variants import rotated
 
 DEFAULT_VARIANTS = ("reuseport+fhcache", "event", "worker", "prefork", "nginx")
 APP_CONNS = 1000
@@ -301,8 +302,7 @@ def run(args, variants, docroot, tsv, log):
     fpm = Fpm(binary, args.app_fpm_children)
     try:
         for rnd in range(1, args.rounds + 1):
-            k = (rnd - 1) % max(1, len(variants))
-            for v in variants[k:] + variants[:k]:
+            for v in rotated(variants, rnd):
                 _one(v, rnd, args, site, fpm, modphp, tsv, log)
     finally:
         fpm.stop()

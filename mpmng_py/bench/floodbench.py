@@ -14,6 +14,7 @@ clients' requests).  Nothing here passes or fails on numbers."""
 import time
 
 from mpmng_py.bench import loadgen, procstat
+from mpmng_py.bench.variants import rotated
 
 DEFAULT_VARIANTS = ("reuseport", "event", "nginx")
 KEPT = "ka-500B-c16"
@@ -79,8 +80,7 @@ def _one(v, rnd, args, docroot, tsv, log):
 
 def run(args, variants, docroot, tsv, log):
     for rnd in range(1, args.rounds + 1):
-        k = (rnd - 1) % max(1, len(variants))
-        for v in variants[k:] + variants[:k]:
+        for v in rotated(variants, rnd):
             _one(v, rnd, args, docroot, tsv, log)
 
 

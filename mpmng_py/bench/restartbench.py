@@ -20,6 +20,7 @@ import time
 
 from mpmng_py.bench import loadgen
 from mpmng_py import netcounters, privhttpd
+from mpmng_py.bench.variants import rotated
 
 RELOADS = 10
 EVERY = 2.0
@@ -148,8 +149,7 @@ def _secs(v):
 def run(args, variants, docroot, tsv, log):
     """args.rounds rounds, variants rotated each round."""
     for rnd in range(1, args.rounds + 1):
-        k = (rnd - 1) % max(1, len(variants))
-        for v in variants[k:] + variants[:k]:
+        for v in rotated(variants, rnd):
             _one(v, rnd, docroot, tsv, log)
 
 

@@ -29,6 +29,7 @@ import time
 
 from mpmng_py.bench import loadgen, procstat
 from mpmng_py.slowclients import SlowClients, raise_nofile
+from mpmng_py.bench.variants import rotated
 
 # Kinds of slow client: slowclients kind, pace, path, on the TLS port.
 SLOW_KINDS = {
@@ -157,9 +158,8 @@ def run(args, variants, docroot, tsv, log):
     names = args.slow_scenarios
     raise_nofile(max(sum(slow_counts(n, args).values()) for n in names) + 4096)
     for rnd in range(1, args.rounds + 1):
-        k = (rnd - 1) % max(1, len(variants))
         for name in names:
-            for v in variants[k:] + variants[:k]:
+            for v in rotated(variants, rnd):
                 _one(v, name, rnd, args, docroot, tsv, log)
 
 

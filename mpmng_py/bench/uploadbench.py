@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from mpmng_py.bench import procstat
+from mpmng_py.bench.variants import rotated
 
 SIZES = (300000, 1000000)
 DEFAULT_VARIANTS = ("reuseport", "event")
@@ -76,9 +77,8 @@ def _one(v, size, rnd, args, docroot, tmp, tsv, log):
 def run(args, variants, docroot, tsv, log):
     with tempfile.TemporaryDirectory(prefix="mpmng-bench-uploads-") as tmp:
         for rnd in range(1, args.rounds + 1):
-            k = (rnd - 1) % max(1, len(variants))
             for size in SIZES:
-                for v in variants[k:] + variants[:k]:
+                for v in rotated(variants, rnd):
                     _one(v, size, rnd, args, docroot, tmp, tsv, log)
 
 

@@ -197,6 +197,13 @@ class Addon:
         return v.kind in self.kinds and ("*" in self.applies_to or v.name in self.applies_to)
 
 
+def rotated(variants, rnd):
+    """The run order of round rnd (1, 2, ...): rotated by one each round
+    (A,B,C / B,C,A / C,A,B ...), so no variant always runs first."""
+    k = (rnd - 1) % max(1, len(variants))
+    return variants[k:] + variants[:k]
+
+
 def load_all(vdir=VARIANT_DIR):
     """All variants, add-on derived ones included, sorted by order."""
     base = [Variant(p) for p in sorted(glob.glob(os.path.join(vdir, "*.conf")))]
